@@ -1,0 +1,38 @@
+# `make test` builds .venv from nothing, installs the system packages the browser tests need, and runs the
+# whole suite. `make demo` runs the lab's lifecycle on embedded defaults.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: venv system-deps test lint demo bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Debian's Chromium drives the browser tests (Playwright is pointed at /usr/bin/chromium; it downloads nothing).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "chromium missing: run 'sudo apt-get install chromium chromium-driver'"; fi; }
+
+lint: venv
+	$(BIN)/ruff check .
+
+test: venv system-deps lint
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+demo: venv
+	$(BIN)/openlab demo
+
+bench: venv
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

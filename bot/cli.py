@@ -1,0 +1,9 @@
+"""`openlab` subcommands defined by the bot package."""
+
+from __future__ import annotations
+
+import click
+
+
+def commands() -> list[click.Command]:
+    return []

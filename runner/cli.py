@@ -1,0 +1,78 @@
+"""The one console command, ``openlab``.
+
+Each top-level package defines its own subcommands and exposes them through the ``openlab.commands`` entry
+point group (see pyproject.toml), so ``runner`` never imports ``bot`` or ``leaderboard``. Every user-facing
+error (:class:`runner.errors.OpenlabError`) is printed as one ``error: ...`` line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib.metadata import entry_points
+
+import click
+
+from runner.errors import OpenlabError
+
+
+class UserError(click.ClickException):
+    exit_code = 2
+
+    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+        click.echo(f"error: {self.message}", err=True)
+
+
+class OpenlabGroup(click.Group):
+    """A click group that turns OpenlabError into one clean line instead of a traceback."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except OpenlabError as err:
+            raise UserError(str(err)) from None
+
+
+@click.group(cls=OpenlabGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="openlab")
+def main() -> None:
+    """openlab: preregistered experiments, a GitHub bot, JAX training on Ray, and a speedrun leaderboard."""
+
+
+@main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+def flops(config: str) -> None:
+    """Print params, forward FLOPs per token and whole-run model FLOPs of CONFIG as JSON."""
+    from runner.config import load_config
+    from runner.flops import estimate
+
+    click.echo(json.dumps(estimate(load_config(config)).model_dump(), indent=2))
+
+
+def commands() -> list[click.Command]:
+    """runner's subcommands other than those defined above (filled in by the runner modules)."""
+    from runner.train_cli import train
+
+    out: list[click.Command] = [train]
+    try:
+        from runner.executor_cli import commands as executor_commands
+    except ModuleNotFoundError as err:
+        if err.name != "runner.executor_cli":
+            raise
+    else:
+        out.extend(executor_commands())
+    return out
+
+
+def _load_plugins() -> None:
+    for ep in entry_points(group="openlab.commands"):
+        for cmd in ep.load()():
+            if cmd.name not in main.commands:
+                main.add_command(cmd)
+
+
+_load_plugins()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

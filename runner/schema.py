@@ -1,0 +1,224 @@
+"""The results schema: one pydantic model per concept, read by the trainer, the bot and the leaderboard.
+
+``results.json`` keeps its headline numbers at the top level so any tool can read them without this package
+(``schema_version, run_id, name, track, bpb, model_flops, hardware_flops, params, tokens, training_seconds,
+mfu``) and the detail in nested objects. There is no second copy of this field list anywhere: the site and
+the bot import these models (Marin's generator and site drifted apart, their issue #2255).
+
+Older files are upgraded by :func:`upgrade` step by step; a file newer than this code is rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runner.config import Author, RunConfig, format_validation_error
+from runner.errors import OpenlabError
+
+SCHEMA_VERSION = 1
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class FlopsDetail(Model):
+    formula: str
+    model_flops_per_token: float = Field(gt=0, description="Forward FLOPs per token.")
+    device_kind: str
+    chips: int = Field(gt=0)
+    peak_flops_per_chip: float | None = Field(
+        default=None, gt=0, description="None when the peak is unknown (CPU)."
+    )
+
+
+class EvalSetResult(Model):
+    bpb: float = Field(gt=0)
+    loss: float = Field(ge=0, description="Mean nats per target token.")
+    bytes: int = Field(gt=0)
+    tokens: int = Field(gt=0)
+
+
+class Tracking(Model):
+    wandb_mode: Literal["online", "offline", "disabled"]
+    wandb_run_id: str | None = None
+    wandb_url: str | None = None
+
+
+class Provenance(Model):
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+    git_remote: str | None = None
+    config_fingerprint: str
+    data_fingerprint: str
+    versions: dict[str, str] = {}
+    devices: list[str] = []
+    host: str | None = None
+    argv: list[str] = []
+    started_at: datetime
+    finished_at: datetime
+    pr: int | None = None
+    issue: int | None = None
+    execution_url: str | None = None
+
+
+class Attestation(Model):
+    """Who ran it. Signed by the lab key when the bot's scheduler ran the job; null when self-reported."""
+
+    run_id: str
+    sha: str
+    config_fingerprint: str
+    scheduler_started_at: datetime
+    scheduler_finished_at: datetime
+    signer: str = Field(description="Key id: sha256 of the raw public key, first 16 hex chars.")
+    algorithm: Literal["ed25519"] = "ed25519"
+    signature: str | None = Field(default=None, description="Base64 Ed25519 signature of signed_payload().")
+
+
+class Results(Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    track: str
+    bpb: float = Field(gt=0, description="BPB on the primary (first) eval set.")
+    model_flops: float = Field(gt=0)
+    hardware_flops: float | None = Field(default=None, gt=0)
+    params: int = Field(gt=0)
+    tokens: int = Field(gt=0)
+    training_seconds: float = Field(ge=0)
+    mfu: float | None = Field(default=None, ge=0, description="model_flops / hardware_flops, a fraction.")
+    author: Author | None = None
+    description: str = ""
+    config: RunConfig
+    flops: FlopsDetail
+    eval: dict[str, EvalSetResult]
+    tracking: Tracking
+    provenance: Provenance
+    attestation: Attestation | None = None
+
+    @field_validator("bpb", "model_flops", "hardware_flops", "training_seconds", "mfu")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @field_validator("eval")
+    @classmethod
+    def _some_eval(cls, v: dict[str, EvalSetResult]) -> dict[str, EvalSetResult]:
+        if not v:
+            raise ValueError("at least one eval set is needed")
+        return v
+
+    def signed_payload(self) -> bytes:
+        """The exact bytes an attestation signs: the headline, eval, config fingerprint and attestation facts."""
+        if self.attestation is None:
+            raise ValueError("no attestation to sign")
+        att = self.attestation.model_dump(mode="json", exclude={"signature"})
+        body = {
+            "attestation": att,
+            "headline": self.model_dump(mode="json", include=HEADLINE_KEYS),
+            "eval": {k: v.model_dump(mode="json") for k, v in self.eval.items()},
+        }
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+HEADLINE_KEYS = {
+    "schema_version",
+    "run_id",
+    "name",
+    "track",
+    "bpb",
+    "model_flops",
+    "hardware_flops",
+    "params",
+    "tokens",
+    "training_seconds",
+    "mfu",
+}
+
+
+def upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Bring an older results dict up to SCHEMA_VERSION. Version 1 is the first; add steps here as it moves."""
+    version = data.get("schema_version")
+    if version == SCHEMA_VERSION:
+        return data
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise ValueError(
+            f"schema_version {version} is newer than this openlab understands ({SCHEMA_VERSION})"
+        )
+    raise ValueError(f"schema_version {version!r} is not a known version")
+
+
+class ResultsError(OpenlabError):
+    """A results file is unreadable or does not match the schema."""
+
+
+def parse_results(data: Any, source: str = "results") -> Results:
+    if not isinstance(data, dict):
+        raise ResultsError(f"{source}: expected a JSON object")
+    try:
+        return Results.model_validate(upgrade(data))
+    except ValueError as err:
+        if isinstance(err, ValidationError):
+            raise ResultsError(format_validation_error(err, source)) from None
+        raise ResultsError(f"{source}: {err}") from None
+
+
+def loads_results(text: str | bytes, source: str = "results") -> Results:
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as err:
+        raise ResultsError(f"{source}: not valid JSON: {err}") from None
+    return parse_results(data, source)
+
+
+def load_results(path: str | Path) -> Results:
+    p = Path(path)
+    try:
+        text = p.read_bytes()
+    except OSError as err:
+        raise ResultsError(f"{p}: cannot read: {err.strerror or err}") from None
+    return loads_results(text, str(p))
+
+
+def dumps_results(results: Results) -> str:
+    return results.model_dump_json(indent=2) + "\n"
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed in results")
+
+
+class PlanStep(Model):
+    """One step of an experiment plan, as `openlab plan` prints it and the bot posts it."""
+
+    name: str
+    version: str
+    identity: str = Field(description="name@version: the step's stable identity.")
+    kind: str = Field(description="What the step does, e.g. 'train', 'tokenize', 'fasttext_filter'.")
+    fingerprint: str = Field(description="sha256 of the resolved config.")
+    config: dict[str, Any]
+    dependencies: list[str] = Field(description="Identities (name@version) of the steps this one reads.")
+    output_path: str
+    resources: dict[str, float] = {}
+    action: Literal["run", "skip", "wait"]
+    reason: str
+    model_flops: float | None = None
+    tokens: int | None = None
+
+
+class Plan(Model):
+    schema_version: Literal[1] = 1
+    experiment: str = Field(description="The experiment file, relative to the repo root when possible.")
+    prefix: str
+    steps: list[PlanStep]
+    total_model_flops: float = 0.0
+    total_tokens: int = 0
+    warnings: list[str] = []
