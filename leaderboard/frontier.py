@@ -1,0 +1,232 @@
+"""Pareto frontier, track assignment and ranking: plain functions over :class:`runner.schema.Results`.
+
+The bot calls these for its Pareto comments and the site for its chart and tables, so both agree.
+
+Dominance (Marin's rule, ../shared/reference/marin.md §2.9): a run is dominated when another run has
+FLOPs ``<=`` and BPB strictly ``<``. Two runs with equal BPB therefore both stay on the frontier, and a run
+with no value on the chosen axis (``hardware_flops`` is optional) is left out of that axis' frontier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from leaderboard.tracks import FlopsAxis, Track, Tracks, as_tracks
+from runner.schema import Results
+
+
+def flops_of(run: Results, x: FlopsAxis = "model_flops") -> float | None:
+    return run.model_flops if x == "model_flops" else run.hardware_flops
+
+
+def pareto_frontier(runs: Iterable[Results], x: FlopsAxis = "model_flops") -> list[Results]:
+    """The non-dominated runs, sorted by FLOPs ascending (then BPB, then run id). O(n log n).
+
+    After sorting by (FLOPs, BPB), a run is dominated exactly when the best BPB seen at FLOPs <= its own
+    (runs before it plus the first run of its equal-FLOPs group) is strictly lower than its BPB.
+    """
+    pts = [(f, r.bpb, r.run_id, r) for r in runs if (f := flops_of(r, x)) is not None]
+    pts.sort(key=lambda p: (p[0], p[1], p[2]))
+    out: list[Results] = []
+    best = float("inf")
+    i = 0
+    while i < len(pts):
+        j = i
+        group_min = pts[i][1]
+        while j < len(pts) and pts[j][0] == pts[i][0]:
+            j += 1
+        floor = min(best, group_min)
+        out.extend(p[3] for p in pts[i:j] if not floor < p[1])
+        best = floor
+        i = j
+    return out
+
+
+def is_dominated(run: Results, others: Iterable[Results], x: FlopsAxis = "model_flops") -> bool:
+    f = flops_of(run, x)
+    if f is None:
+        return True
+    return any(
+        o.run_id != run.run_id and (g := flops_of(o, x)) is not None and g <= f and o.bpb < run.bpb
+        for o in others
+    )
+
+
+def scaling_group(path: str | None, track: Track) -> str | None:
+    """The scaling group of a run folder (every segment but the leaf, below ``track.group_root``)."""
+    if not path:
+        return None
+    rel = path.strip("/")
+    root = track.group_root.strip("/")
+    if root:
+        if not rel.startswith(root + "/"):
+            return None
+        rel = rel[len(root) + 1 :]
+    head, sep, _leaf = rel.rpartition("/")
+    return head if sep and head else None
+
+
+def in_track(run: Results, track: Track, tracks: Tracks, path: str | None = None) -> bool:
+    """Whether ``run`` belongs to ``track``. ``path`` is the run's folder, used only by scaling tracks."""
+    if track.kind == "all":
+        return True
+    if track.kind == "flops_budget":
+        f = flops_of(run, track.flops_axis)
+        return f is not None and track.max_flops is not None and f <= track.max_flops
+    if track.kind == "bpb_threshold":
+        lower, upper = tracks.bpb_band(track)
+        return lower < run.bpb <= upper and flops_of(run, track.flops_axis) is not None
+    return scaling_group(path, track) is not None
+
+
+def assign_tracks(
+    run: Results, tracks: Tracks | Sequence[Track] | None = None, path: str | None = None
+) -> list[str]:
+    """Ids of every track ``run`` belongs to, in the configured order (scaling only when ``path`` groups it)."""
+    ts = as_tracks(tracks)
+    return [t.id for t in ts if in_track(run, t, ts, path)]
+
+
+def rank_key(run: Results, track: Track) -> tuple[float, float, str]:
+    """Sort key within a track: BPB tracks rank by FLOPs (least compute wins), all others by BPB."""
+    f = flops_of(run, track.flops_axis)
+    f = float("inf") if f is None else f
+    if track.kind == "bpb_threshold":
+        return (f, run.bpb, run.run_id)
+    return (run.bpb, f, run.run_id)
+
+
+def rank_track(
+    runs: Iterable[Results],
+    track: Track,
+    tracks: Tracks | Sequence[Track] | None = None,
+    paths: Mapping[str, str] | None = None,
+) -> list[Results]:
+    """The members of ``track`` in rank order (rank 1 first). ``paths`` maps run id to folder (scaling)."""
+    ts = as_tracks(tracks)
+    paths = paths or {}
+    members = [r for r in runs if in_track(r, track, ts, paths.get(r.run_id))]
+    members.sort(key=lambda r: rank_key(r, track))
+    return members
+
+
+def rank_in_track(
+    run: Results,
+    runs: Iterable[Results],
+    track: Track,
+    tracks: Tracks | Sequence[Track] | None = None,
+    paths: Mapping[str, str] | None = None,
+) -> int | None:
+    """1-based rank of ``run`` in ``track`` among ``runs`` (``run`` is added if absent); None if not a member."""
+    pool = {r.run_id: r for r in runs}
+    pool[run.run_id] = run
+    for i, r in enumerate(rank_track(pool.values(), track, tracks, paths), start=1):
+        if r.run_id == run.run_id:
+            return i
+    return None
+
+
+class RunRef(BaseModel):
+    """A run as a Pareto summary names it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    name: str
+    bpb: float
+    flops: float | None
+
+
+class TrackRank(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    track_id: str
+    track_name: str
+    kind: str
+    rank: int
+    of: int
+
+
+class ParetoUpdate(BaseModel):
+    """Where one run lands against the leaderboard: what the bot's Pareto comment reports."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    x: FlopsAxis
+    flops: float | None
+    bpb: float
+    on_frontier: bool
+    beats: list[RunRef] = Field(
+        description="Runs it dominates: FLOPs >= its own and BPB strictly higher (best first, at most 20)."
+    )
+    beats_count: int
+    dominated_by: list[RunRef] = Field(description="Runs that dominate it (at most 20).")
+    displaced: list[RunRef] = Field(description="Runs that were on the frontier before and no longer are.")
+    bpb_track: TrackRank | None = Field(description="Its rank in the BPB-threshold band it falls in, if any.")
+    tracks: list[TrackRank] = Field(description="Its rank in every track it belongs to.")
+    frontier_size: int
+    kind: Literal["pareto_update"] = "pareto_update"
+
+
+def _ref(r: Results, x: FlopsAxis) -> RunRef:
+    return RunRef(run_id=r.run_id, name=r.name, bpb=r.bpb, flops=flops_of(r, x))
+
+
+def pareto_update(
+    run: Results,
+    all_runs: Iterable[Results],
+    tracks: Tracks | Sequence[Track] | None = None,
+    x: FlopsAxis = "model_flops",
+    path: str | None = None,
+    paths: Mapping[str, str] | None = None,
+    limit: int = 20,
+) -> ParetoUpdate:
+    """Summarise ``run`` against ``all_runs`` (a run with the same id in ``all_runs`` is replaced by ``run``)."""
+    ts = as_tracks(tracks)
+    others = [r for r in all_runs if r.run_id != run.run_id]
+    pool = [*others, run]
+    before = {r.run_id for r in pareto_frontier(others, x)}
+    after = pareto_frontier(pool, x)
+    after_ids = {r.run_id for r in after}
+    f = flops_of(run, x)
+    beats: list[Results] = []
+    dominated_by: list[Results] = []
+    if f is not None:
+        for o in others:
+            g = flops_of(o, x)
+            if g is None:
+                continue
+            if g >= f and o.bpb > run.bpb:
+                beats.append(o)
+            elif g <= f and o.bpb < run.bpb:
+                dominated_by.append(o)
+    beats.sort(key=lambda r: (r.bpb, r.run_id))
+    dominated_by.sort(key=lambda r: (r.bpb, r.run_id))
+    all_paths = dict(paths or {})
+    if path is not None:
+        all_paths[run.run_id] = path
+    ranks: list[TrackRank] = []
+    for t in ts:
+        ranked = rank_track(pool, t, ts, all_paths)
+        pos = next((i for i, r in enumerate(ranked, start=1) if r.run_id == run.run_id), None)
+        if pos is not None:
+            ranks.append(TrackRank(track_id=t.id, track_name=t.name, kind=t.kind, rank=pos, of=len(ranked)))
+    displaced = [r for r in others if r.run_id in before and r.run_id not in after_ids]
+    return ParetoUpdate(
+        run_id=run.run_id,
+        x=x,
+        flops=f,
+        bpb=run.bpb,
+        on_frontier=run.run_id in after_ids,
+        beats=[_ref(r, x) for r in beats[:limit]],
+        beats_count=len(beats),
+        dominated_by=[_ref(r, x) for r in dominated_by[:limit]],
+        displaced=[_ref(r, x) for r in displaced],
+        bpb_track=next((tr for tr in ranks if tr.kind == "bpb_threshold"), None),
+        tracks=ranks,
+        frontier_size=len(after),
+    )
