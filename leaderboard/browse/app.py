@@ -52,7 +52,7 @@ def _listing(prefix: str, full: str) -> list[dict[str, Any]]:
         kind = "folder" if info["type"] == "directory" else ("shard" if is_shard(name) else "file")
         if kind == "folder" and fs.exists(f"{path.rstrip('/')}/{name}/manifest.json"):
             kind = "cache"
-        if name.endswith(".json") and name.startswith("experiment"):
+        if name.endswith(".json") and path.rstrip("/").endswith("/experiments"):
             kind = "execution"
         entries.append({"name": name, "path": rel, "kind": kind, "size": info.get("size")})
     return entries
@@ -62,6 +62,8 @@ def create_app(prefix: str, *, title: str = "openlab data browser") -> FastAPI:
     """Build the app for one store prefix (a local path, memory:// or gs://)."""
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
     env = _env()
+    # Links from execution pages point into this browser, relative to its own prefix.
+    env.filters["store_rel"] = lambda full, _launch_prefix=None: relative(prefix, full)
     reader = ShardReader()
 
     def render(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
@@ -154,5 +156,29 @@ def create_app(prefix: str, *, title: str = "openlab data browser") -> FastAPI:
             "tokens per document": manifest.tokens / max(manifest.documents, 1),
         }
         return render("browse/cache.html.j2", path=rel, crumbs=crumbs(rel), manifest=manifest, stats=stats)
+
+    @app.get("/execution", response_class=HTMLResponse)
+    def execution(path: str, refresh: int = Query(5, ge=1, le=600)) -> HTMLResponse:
+        from leaderboard.executions import read_execution
+        from runner.executor.records import RecordError
+
+        full = confine(prefix, path)
+        if not full.endswith(".json"):
+            raise BrowseError(400, "not an execution record (experiments/<run_id>.json)")
+        try:
+            view = read_execution(full)
+        except FileNotFoundError:
+            raise BrowseError(404, "no such execution record in the store") from None
+        except RecordError as err:
+            raise BrowseError(422, str(err).replace(prefix, "<store>")) from None
+        rel = relative(prefix, full)
+        return render(
+            "browse/execution.html.j2",
+            path=rel,
+            crumbs=crumbs(rel),
+            ex=view,
+            refresh_s=refresh,
+            browse_base="",
+        )
 
     return app
