@@ -1,0 +1,68 @@
+"""Static execution pages: ``executions/index.html`` and one ``executions/<run_id>.html`` per launch.
+
+Rendered through the leaderboard's own Jinja environment, base template and stylesheet, so the leaderboard,
+the reports index and the execution pages are one site that GitHub Pages serves as is.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment
+
+from leaderboard.browse.paths import relative
+from leaderboard.executions import ExecutionView, load_executions, status_counts
+from leaderboard.pages import environment
+
+SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+
+
+def record_environment() -> Environment:
+    env = environment().overlay()
+    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
+    env.filters["store_rel"] = lambda full, prefix: relative(prefix, full)
+    return env
+
+
+def common_context(site_title: str = "openlab", root: str = "../") -> dict[str, Any]:
+    """What base.html.j2 needs (it renders with StrictUndefined)."""
+    return {
+        "site_title": site_title,
+        "root": root,
+        "built_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "n_runs": 0,
+        "n_warnings": 0,
+        "key_id": None,
+    }
+
+
+def page_name(run_id: str) -> str:
+    """A file name that cannot leave the folder, whatever a run id holds."""
+    safe = "".join(c if c in SAFE_NAME else "_" for c in run_id).lstrip(".")
+    return f"{safe or 'run'}.html"
+
+
+def write_execution_pages(
+    prefix: str, out: str | Path, *, browse_base: str | None = None, common: dict[str, Any] | None = None
+) -> tuple[list[ExecutionView], list[str]]:
+    """Render every launch under ``prefix`` into ``out/executions/``; returns (views, warnings)."""
+    warnings: list[str] = []
+    views = load_executions(prefix, warnings)
+    env = record_environment()
+    ctx = {**common_context(), **(common or {}), "root": "../", "n_warnings": len(warnings)}
+    folder = Path(out) / "executions"
+    folder.mkdir(parents=True, exist_ok=True)
+    css = (Path(env.loader.searchpath[0]) / "execution.css").read_text()  # type: ignore[union-attr]
+    for view in views:
+        html = env.get_template("execution.html.j2").render(
+            **ctx, ex=view, browse_base=browse_base, execution_css=css
+        )
+        (folder / page_name(view.run_id)).write_text(html, encoding="utf-8")
+    index = env.get_template("executions.html.j2").render(
+        **ctx, views=views, counts=status_counts(views), page_name=page_name, warnings=warnings
+    )
+    (folder / "index.html").write_text(index, encoding="utf-8")
+    return views, warnings
