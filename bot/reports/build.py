@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.reports.collect import Snapshot
 from bot.reports.model import ExperimentReport, Group, Link, Overlay, Status
+from leaderboard.execution_pages import page_name
 
 MARKER = re.compile(r"<!--\s*openlab:([a-z0-9_-]+):([^\s>]*)\s*-->")
 WANDB = re.compile(r"https://wandb\.ai/[A-Za-z0-9_.\-/]+")
@@ -62,6 +63,22 @@ def _status(issue: dict[str, Any], bot_kinds: set[str], conclusion: bool, labels
     return "preregistered" if "preregistered" in labels else "needs-info"
 
 
+ExecIndex = tuple[dict[str, str], dict[int, list[tuple[str, str]]]]
+EXP_FILE = re.compile(r"(?:^|/)exp0*(\d+)_[^/]*\.py$")
+
+
+def _index_executions(executions: Iterable[tuple[str, str, str]]) -> ExecIndex:
+    """run id -> status, and issue number -> [(run id, status)] from experiment files named exp<N>_*.py."""
+    by_run: dict[str, str] = {}
+    by_issue: dict[int, list[tuple[str, str]]] = {}
+    for rid, exp, status in executions:
+        by_run[rid] = status
+        m = EXP_FILE.search(exp)
+        if m:
+            by_issue.setdefault(int(m.group(1)), []).append((rid, status))
+    return by_run, by_issue
+
+
 def build_reports(
     snap: Snapshot,
     overlay: Overlay,
@@ -78,7 +95,7 @@ def build_reports(
     for c in snap.comments:
         if c["issue_number"] is not None:
             comments_by_number.setdefault(c["issue_number"], []).append(c)
-    exec_list = list(executions)
+    exec_index = _index_executions(executions)
     hidden = set(overlay.hide)
     reports: dict[int, ExperimentReport] = {}
     for issue in snap.issues:
@@ -94,7 +111,7 @@ def build_reports(
             comments_by_number,
             overlay,
             bot_login,
-            exec_list,
+            exec_index,
             execution_base,
         )
     return _group(reports, overlay)
@@ -149,7 +166,9 @@ def _report(
         created_at=issue["created_at"][:10],
         pulls=[Link(title=f"#{p['number']} {p['title']}", url=p["html_url"]) for p in pulls],
         wandb=[Link(title=u.rsplit("/", 1)[-1], url=u) for u in wandb],
-        executions=[Link(title=f"{rid} ({st})", url=f"{execution_base}/{rid}.html") for rid, st in execs],
+        executions=[
+            Link(title=f"{rid} ({st})", url=f"{execution_base}/{page_name(rid)}") for rid, st in execs.items()
+        ],
         conclusion=conclusion,
         conclusion_source=source,  # type: ignore[arg-type]
     )

@@ -1,0 +1,127 @@
+"""`openlab serve`: the GitHub App webhook server (FastAPI).
+
+POST / (and /webhook): size cap -> HMAC-SHA256 over the raw body under any configured secret (401, nothing
+stored, on failure) -> event/delivery headers -> JSON -> atomic claim of `X-GitHub-Delivery` in the ledger, which
+is also the durable enqueue -> 202. A redelivery answers 200 `duplicate`. Handled events with an action the bot
+ignores, and unknown events, answer 202 `ignored` and are not stored. The worker thread does all GitHub calls.
+GET /healthz, GET /metrics (Prometheus).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from bot.events import HANDLED_EVENTS, parse_event
+from bot.service import Bot
+
+log = logging.getLogger("openlab.bot")
+
+
+def verify_signature(secrets: list[bytes], body: bytes, header: str | None) -> bool:
+    if not header or not header.startswith("sha256="):
+        return False
+    given = header[7:].strip().lower()
+    ok = False
+    for secret in secrets:  # check every secret so timing does not reveal which one matched
+        ok |= hmac.compare_digest(hmac.new(secret, body, hashlib.sha256).hexdigest(), given)
+    return ok
+
+
+def sign(secret: bytes, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _answer(status: int, **body: object) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
+
+
+def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
+    secrets = bot.settings.require_secrets()
+    max_body = bot.settings.max_body_bytes
+    metrics = bot.metrics
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if start_worker:
+            bot.worker.start()
+        yield
+        if start_worker:
+            bot.worker.stop()
+
+    app = FastAPI(title="openlab bot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+
+    async def webhook(request: Request) -> Response:
+        event = request.headers.get("x-github-event", "")
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > max_body):
+            metrics.deliveries.labels("-", "too_large").inc()
+            return _answer(413, error=f"body over {max_body} bytes")
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_body:
+                metrics.deliveries.labels("-", "too_large").inc()
+                return _answer(413, error=f"body over {max_body} bytes")
+        raw = bytes(body)
+        if not verify_signature(secrets, raw, request.headers.get("x-hub-signature-256")):
+            metrics.deliveries.labels("-", "bad_signature").inc()
+            return _answer(401, error="missing or invalid X-Hub-Signature-256")
+        guid = request.headers.get("x-github-delivery", "").strip()
+        if not event or not guid or len(guid) > 64:
+            metrics.deliveries.labels("-", "bad_headers").inc()
+            return _answer(400, error="X-GitHub-Event and X-GitHub-Delivery (<= 64 chars) are required")
+        if "json" not in request.headers.get("content-type", "application/json"):
+            return _answer(415, error="content type must be application/json")
+        try:
+            payload = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            metrics.deliveries.labels(event[:40], "bad_json").inc()
+            return _answer(400, error="body is not valid JSON")
+        if event not in HANDLED_EVENTS:
+            metrics.deliveries.labels("other", "ignored").inc()
+            return _answer(202, ignored=f"event {event[:40]} is not handled")
+        action = payload.get("action") if isinstance(payload, dict) else None
+        try:
+            parsed = parse_event(event, payload)
+        except ValueError as err:
+            metrics.deliveries.labels(event, "bad_payload").inc()
+            return _answer(400, error=str(err)[:300])
+        if type(parsed).__name__ == "Ignored":
+            metrics.deliveries.labels(event, "ignored").inc()
+            return _answer(202, ignored=getattr(parsed, "reason", ""))
+        try:
+            fresh = bot.ledger.claim(guid, event, action if isinstance(action, str) else None, raw)
+        except Exception:
+            log.exception("ledger claim failed for %s", guid)
+            return _answer(503, error="ledger unavailable; please redeliver")
+        metrics.deliveries.labels(event, "accepted" if fresh else "duplicate").inc()
+        if not fresh:
+            return _answer(200, duplicate=guid)
+        return _answer(202, queued=guid)
+
+    app.add_api_route("/", webhook, methods=["POST"])
+    app.add_api_route("/webhook", webhook, methods=["POST"])
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, object]:
+        return {"ok": True, "queue_depth": bot.ledger.queue_depth()}
+
+    @app.get("/metrics")
+    def prom() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.exception_handler(Exception)
+    async def _never_500(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return _answer(503, error="temporary failure; please redeliver")
+
+    return app

@@ -1,0 +1,20 @@
+"""`/help`: list the commands (generated from the registry)."""
+
+from __future__ import annotations
+
+from bot.commands import Context, Result
+from bot.render import render
+
+NAME = "help"
+USAGE = "/help"
+WHO = "anyone"
+SUMMARY = "show this list"
+
+
+def run(args: tuple[str, ...], ctx: Context) -> Result:
+    from markupsafe import Markup
+
+    from bot.commands import REGISTRY
+
+    rows = [{"usage": m.USAGE, "who": m.WHO, "summary": m.SUMMARY} for m in REGISTRY.values()]
+    return Result(NAME, True, "available commands", detail=Markup(render("help.md.j2", commands=rows)))

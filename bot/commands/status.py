@@ -1,0 +1,24 @@
+"""`/status`: the approval and the runs of this PR, as the ledger has them."""
+
+from __future__ import annotations
+
+from bot.commands import Context, Result
+
+NAME = "status"
+USAGE = "/status"
+WHO = "anyone"
+SUMMARY = "show the approval and the runs of this PR"
+
+
+def run(args: tuple[str, ...], ctx: Context) -> Result:
+    if ctx.pull is None:
+        return Result(NAME, False, "runs belong to pull requests; comment on the PR")
+    head = ctx.pull.head_sha
+    approved = [a for a in ctx.approvals if a["sha"] == head]
+    mine = [r for r in ctx.runs]
+    lines = [f"approval for `{head[:7]}`: " + (f"by {approved[0]['approved_by']}" if approved else "none")]
+    lines += [f"- `{r['run_id']}` `{r['experiment']}` at `{r['sha'][:7]}` attempt {r['attempt']}: {r['status']}"
+              for r in mine[-20:]]
+    if not mine:
+        lines.append("no runs yet")
+    return Result(NAME, True, "current state", detail="\n".join(lines))

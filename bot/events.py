@@ -1,0 +1,179 @@
+"""Typed webhook payloads: only the fields the handlers read, everything else ignored.
+
+GitHub adds fields and actions over time, so models ignore extra keys and an unknown `action` is an
+`Ignored` result, not an error. `parse_event` is the single entry used by both front doors (server, Actions).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+HANDLED_EVENTS = ("ping", "installation", "issues", "issue_comment", "pull_request")
+
+
+class _M(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class User(_M):
+    login: str
+    id: int = 0
+    type: str = "User"
+
+    @property
+    def is_bot(self) -> bool:
+        return self.type == "Bot" or self.login.endswith("[bot]")
+
+
+class Owner(_M):
+    login: str
+
+
+class Repository(_M):
+    id: int = 0
+    name: str
+    full_name: str
+    owner: Owner
+    default_branch: str = "main"
+    fork: bool = False
+
+
+class Installation(_M):
+    id: int
+
+
+class Label(_M):
+    name: str
+
+
+class IssuePRLink(_M):
+    url: str | None = None
+
+
+class Issue(_M):
+    number: int
+    title: str
+    body: str | None = None
+    user: User
+    state: str = "open"
+    labels: list[Label] = Field(default_factory=list)
+    pull_request: IssuePRLink | None = None
+
+    @property
+    def label_names(self) -> set[str]:
+        return {lab.name for lab in self.labels}
+
+
+class Comment(_M):
+    id: int
+    body: str | None = None
+    user: User
+
+
+class GitRef(_M):
+    ref: str
+    sha: str
+    repo: Repository | None = None
+
+
+class PullRequest(_M):
+    number: int
+    title: str
+    body: str | None = None
+    user: User
+    state: str = "open"
+    draft: bool = False
+    head: GitRef
+    base: GitRef
+    labels: list[Label] = Field(default_factory=list)
+
+    @property
+    def from_fork(self) -> bool:
+        return self.head.repo is None or self.base.repo is None or self.head.repo.full_name != self.base.repo.full_name
+
+
+class _Event(_M):
+    sender: User
+    repository: Repository | None = None
+    installation: Installation | None = None
+
+
+class PingEvent(_M):
+    event: Literal["ping"] = "ping"
+    zen: str = ""
+
+
+class InstallationEvent(_Event):
+    event: Literal["installation"] = "installation"
+    action: str
+
+
+class IssuesEvent(_Event):
+    event: Literal["issues"] = "issues"
+    action: Literal["opened", "edited", "reopened", "labeled", "unlabeled", "closed"]
+    issue: Issue
+    repository: Repository
+    label: Label | None = None
+
+
+class IssueCommentEvent(_Event):
+    event: Literal["issue_comment"] = "issue_comment"
+    action: Literal["created", "edited", "deleted"]
+    issue: Issue
+    comment: Comment
+    repository: Repository
+
+
+class PullRequestEvent(_Event):
+    event: Literal["pull_request"] = "pull_request"
+    action: Literal[
+        "opened", "edited", "synchronize", "reopened", "labeled", "unlabeled", "closed",
+        "ready_for_review", "converted_to_draft",
+    ]
+    number: int
+    pull_request: PullRequest
+    repository: Repository
+    label: Label | None = None
+
+
+Event = PingEvent | InstallationEvent | IssuesEvent | IssueCommentEvent | PullRequestEvent
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "ping": PingEvent,
+    "installation": InstallationEvent,
+    "issues": IssuesEvent,
+    "issue_comment": IssueCommentEvent,
+    "pull_request": PullRequestEvent,
+}
+
+
+class Ignored(_M):
+    """An event the bot deliberately does nothing with, and why (kept in the ledger for operators)."""
+
+    reason: str
+
+
+class BadPayload(ValueError):
+    """The payload of a handled event does not have the shape GitHub documents."""
+
+
+def parse_event(name: str, payload: object) -> Event | Ignored:
+    model = _MODELS.get(name)
+    if model is None:
+        return Ignored(reason=f"event {name!r} is not handled")
+    if not isinstance(payload, dict):
+        raise BadPayload(f"{name}: payload is not a JSON object")
+    action = payload.get("action")
+    allowed = model.model_fields.get("action")
+    if allowed is not None and action is not None:
+        choices = getattr(allowed.annotation, "__args__", None)
+        if choices and isinstance(choices[0], str) and action not in choices:
+            return Ignored(reason=f"{name}.{action} is not handled")
+    try:
+        return model.model_validate(payload)  # type: ignore[return-value]
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise BadPayload(f"{name}: {loc}: {first['msg']}") from None

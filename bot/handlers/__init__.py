@@ -1,0 +1,52 @@
+"""Event handlers, probot-style: one module per event, each a pair of functions.
+
+- ``gather(event, env) -> Facts`` reads what the decision needs (repo config, a PR, a permission, a plan). It
+  may call GitHub (reads only) or run the plan sandbox, and never writes.
+- ``decide(event, facts, view) -> list[Action]`` is pure: event + repo config + ledger state in, actions out.
+
+The worker and the Actions entry call :func:`handle`, which routes by event name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.actions import Action
+from bot.events import Event, Ignored, IssueCommentEvent, IssuesEvent, PullRequestEvent
+from bot.github import GitHubClient
+from bot.ledger import LedgerView
+from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
+from runner.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Env:
+    """What handlers may read: GitHub (reads), the ledger (reads), the plan runner, the bot's own login."""
+
+    gh: GitHubClient
+    view: LedgerView
+    bot_login: str
+    planner: Callable[..., Any]
+
+
+def load_repo_config(env: Env, repo: str) -> tuple[RepoConfig, str | None]:
+    """The repo's openlab.yml from its default branch; defaults plus the error text if it is malformed."""
+    try:
+        return parse_repo_config(env.gh.get_contents(repo, CONFIG_PATH)), None
+    except ConfigError as err:
+        return RepoConfig(), str(err)
+
+
+def handle(event: Event | Ignored, env: Env) -> list[Action]:
+    from bot.handlers import comments, issues, pulls
+
+    if isinstance(event, IssuesEvent):
+        return issues.decide(event, issues.gather(event, env), env.view)
+    if isinstance(event, PullRequestEvent):
+        return pulls.decide(event, pulls.gather(event, env), env.view)
+    if isinstance(event, IssueCommentEvent):
+        facts = comments.gather(event, env)
+        return [] if facts is None else comments.decide(event, facts, env.view)
+    return []

@@ -1,0 +1,83 @@
+"""`issue_comment` events: slash commands, with a 👀 on receipt and one reply per command comment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from bot.actions import Action, React, SyncRunsComment, UpsertComment
+from bot.commands import REGISTRY, Context, PullInfo, Result
+from bot.commands.parse import find_commands
+from bot.events import IssueCommentEvent
+from bot.handlers import Env, load_repo_config
+from bot.handlers.pulls import prereg_statuses, pull_info
+from bot.ledger import LedgerView
+from bot.render import render_comment
+from bot.trust import decide_trust
+
+
+@dataclass(frozen=True)
+class CommentFacts:
+    ctx: Context
+    invocations: list
+    skipped: int
+    config_error: str | None
+
+
+def _ignored(event: IssueCommentEvent, bot_login: str) -> bool:
+    sender = event.sender
+    return (event.action != "created" or sender.is_bot or sender.login.lower() == bot_login.lower()
+            or event.comment.user.is_bot)
+
+
+def gather(event: IssueCommentEvent, env: Env) -> CommentFacts | None:
+    if _ignored(event, env.bot_login):
+        return None
+    invocations, skipped = find_commands(event.comment.body, set(REGISTRY))
+    if not invocations:
+        return None
+    repo = event.repository.full_name
+    config, error = load_repo_config(env, repo)
+    role = env.gh.permission(repo, event.sender.login)
+    trusted, reason = decide_trust(event.sender.login, role, config)
+    pull: PullInfo | None = None
+    prereg: dict[int, str] = {}
+    if event.issue.pull_request is not None:
+        pull = pull_info(env, repo, env.gh.get_pull(repo, event.issue.number), config)
+        prereg = prereg_statuses(env, repo, [e.issue for e in pull.experiments], config)
+    ctx = Context(
+        repo=repo, issue_number=event.issue.number, sender=event.sender.login, trusted=trusted, trust_reason=reason,
+        config=config, pull=pull, prereg_status=prereg, approvals=env.view.approvals(repo, event.issue.number),
+        runs=env.view.runs(repo, event.issue.number),
+        installation_id=event.installation.id if event.installation else None,
+    )
+    return CommentFacts(ctx=ctx, invocations=invocations, skipped=skipped, config_error=error)
+
+
+def decide(event: IssueCommentEvent, facts: CommentFacts, view: LedgerView) -> list[Action]:
+    ctx = facts.ctx
+    actions: list[Action] = [React(repo=ctx.repo, comment_id=event.comment.id, content="eyes")]
+    results: list[Result] = []
+    for inv in facts.invocations:
+        result = REGISTRY[inv.name].run(inv.args, ctx)
+        results.append(result)
+        actions.extend(result.actions)
+    if facts.skipped:
+        results.append(Result("…", False, f"{facts.skipped} more command(s) skipped: at most 10 per comment"))
+    if facts.config_error:
+        results.append(Result("config", False, f"{facts.config_error} (defaults used)"))
+    shown = [{"command": r.command, "ok": r.ok, "message": r.message,
+              "detail": r.detail if isinstance(r.detail, Markup) or r.detail is None else r.detail}
+             for r in results]
+    actions.append(UpsertComment(repo=ctx.repo, issue_number=ctx.issue_number, kind="reply",
+                                 key=str(event.comment.id), body=render_comment("reply", str(event.comment.id),
+                                                                                results=shown)))
+    if ctx.pull is not None and any(a.type in ("dispatch_run", "cancel_run") for a in actions):
+        actions.append(SyncRunsComment(repo=ctx.repo, pr=ctx.pull.number, head_sha=ctx.pull.head_sha,
+                                       approval_label=ctx.config.approval_label))
+    if any(not r.ok for r in results):
+        actions.append(React(repo=ctx.repo, comment_id=event.comment.id, content="confused"))
+    elif any(a.type == "dispatch_run" for a in actions):
+        actions.append(React(repo=ctx.repo, comment_id=event.comment.id, content="rocket"))
+    return actions

@@ -1,0 +1,93 @@
+"""`issues` events: parse the issue form, validate it, label the issue and keep one sticky comment."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from bot.actions import Action, AddLabels, CreateStarter, RecordPreregistration, RemoveLabel, UpsertComment
+from bot.events import IssuesEvent
+from bot.forms import FORMS, Form, bundled_form, load_form, parse_body, which_form
+from bot.handlers import Env, load_repo_config
+from bot.ledger import LedgerView
+from bot.preregistration import check, next_file, slugify
+from bot.render import render, render_comment
+from bot.repo_config import RepoConfig
+
+STARTER_OPTION = "starter"
+
+
+@dataclass(frozen=True)
+class IssueFacts:
+    config: RepoConfig
+    config_error: str | None
+    forms: dict[str, Form]
+
+
+def gather(event: IssuesEvent, env: Env) -> IssueFacts:
+    repo = event.repository.full_name
+    config, error = load_repo_config(env, repo)
+    forms: dict[str, Form] = {}
+    for name in FORMS:
+        text = env.gh.get_contents(repo, f".github/ISSUE_TEMPLATE/{name}.yml")
+        try:
+            forms[name] = load_form(name, text) if text else bundled_form(name)
+        except Exception:  # a broken form file in the repo: fall back to ours rather than go silent
+            forms[name] = bundled_form(name)
+    return IssueFacts(config=config, config_error=error, forms=forms)
+
+
+def decide(event: IssuesEvent, facts: IssueFacts, view: LedgerView) -> list[Action]:
+    if event.action not in ("opened", "edited", "reopened") or event.issue.pull_request is not None:
+        return []
+    if event.sender.is_bot and event.action == "edited":
+        return []
+    issue, repo, cfg = event.issue, event.repository.full_name, facts.config
+    form = which_form(issue.label_names, issue.title, facts.forms)
+    if form is None:
+        return []
+    values, missing = parse_body(form, issue.body)
+    checked = check(form, values, missing, cfg)
+    if facts.config_error:
+        checked.problems.append(f"repository config: {facts.config_error} (defaults used)")
+    slug = slugify(issue.title, form)
+    path = next_file(form.name, issue.number, slug, cfg)
+    status = "preregistered" if checked.ok else "needs-info"
+    add, remove = (cfg.preregistered_label, cfg.needs_info_label) if checked.ok else (
+        cfg.needs_info_label, cfg.preregistered_label)
+    wants_starter = bool(values.get(STARTER_OPTION)) and checked.ok and form.name == "speedrun"
+    branch = f"openlab/{form.name}-{issue.number}-{slug}".replace("_", "-")
+    rows = [{"label": f.label, "value": _cell(values.get(f.id))} for f in form.fields if f.id != STARTER_OPTION]
+    body = render_comment(
+        "preregistration", str(issue.number), ok=checked.ok, form=form.name, label=add,
+        problems=[Markup(p) for p in checked.problems], rows=rows, next_file=path, number=issue.number,
+        starter=branch if wants_starter else None,
+    )
+    actions: list[Action] = [
+        RecordPreregistration(repo=repo, issue_number=issue.number, form=form.name, status=status,
+                              title=issue.title, slug=slug, fields=values, track=checked.track,
+                              planned_flops=checked.planned_flops),
+        AddLabels(repo=repo, issue_number=issue.number, labels=[add]),
+    ]
+    if remove in issue.label_names:
+        actions.append(RemoveLabel(repo=repo, issue_number=issue.number, label=remove))
+    actions.append(UpsertComment(repo=repo, issue_number=issue.number, kind="preregistration",
+                                 key=str(issue.number), body=body))
+    if wants_starter:
+        safe_title = re.sub(r"[^\w .,:-]+", "", issue.title)[:100]
+        actions.append(CreateStarter(
+            repo=repo, issue_number=issue.number, base=event.repository.default_branch, branch=branch, path=path,
+            content=render("starter_experiment.py.j2", title=safe_title, number=issue.number, path=path),
+            title=f"{form.name} #{issue.number}: {safe_title}"[:200],
+            body=render("starter_pr.md.j2", number=issue.number, form=form.name, path=path),
+        ))
+    return actions
+
+
+def _cell(value: object) -> str:
+    if value is None or value == []:
+        return "—"
+    text = ", ".join(value) if isinstance(value, list) else str(value)
+    return text.replace("\n", " ").replace("|", "\\|")[:500]

@@ -1,0 +1,311 @@
+"""The bot's durable state (SQLAlchemy Core; SQLite by default, any SQLAlchemy URL such as Postgres works).
+
+Tables: deliveries (the durable queue, claimed by GUID), preregistrations, approvals (bound to a SHA), runs,
+comments and check_runs (ids of the objects the bot owns on GitHub, so upserts edit instead of duplicating).
+
+A delivery row is inserted once (unique GUID) after its signature verifies: that insert is both the claim and the
+enqueue. The worker stores the actions it computed and an `actions_done` cursor, so a process killed mid-delivery
+resumes at the next action; every action is idempotent, so the action in flight at the crash is safe to repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Float,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+
+metadata = MetaData()
+
+deliveries = Table(
+    "deliveries", metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("guid", String(64), nullable=False, unique=True),
+    Column("event", String(64), nullable=False),
+    Column("action", String(64)),
+    Column("payload", LargeBinary, nullable=False),
+    Column("status", String(16), nullable=False, index=True),  # queued | done | ignored | failed
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("actions", Text),
+    Column("actions_done", Integer, nullable=False, default=0),
+    Column("error", Text),
+    Column("received_at", Float, nullable=False),
+    Column("not_before", Float, nullable=False, default=0.0),
+    Column("done_at", Float),
+)
+preregistrations = Table(
+    "preregistrations", metadata,
+    Column("repo", String(200), primary_key=True),
+    Column("issue_number", Integer, primary_key=True),
+    Column("form", String(32), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("slug", String(100), nullable=False),
+    Column("fields", Text, nullable=False),
+    Column("track", String(64)),
+    Column("planned_flops", Float),
+    Column("updated_at", Float, nullable=False),
+)
+approvals = Table(
+    "approvals", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("repo", String(200), nullable=False),
+    Column("pr", Integer, nullable=False),
+    Column("sha", String(64), nullable=False),
+    Column("approved_by", String(100), nullable=False),
+    Column("via", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+    Column("revoke_reason", Text),
+    UniqueConstraint("repo", "pr", "sha", "approved_by", "via"),
+)
+runs = Table(
+    "runs", metadata,
+    Column("run_id", String(64), primary_key=True),
+    Column("repo", String(200), nullable=False),
+    Column("pr", Integer, nullable=False),
+    Column("sha", String(64), nullable=False),
+    Column("experiment", Text, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("status", String(16), nullable=False),  # queued | running | succeeded | failed | cancelled
+    Column("requested_by", String(100), nullable=False),
+    Column("installation_id", Integer),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("detail", Text),
+)
+comments = Table(
+    "comments", metadata,
+    Column("repo", String(200), primary_key=True),
+    Column("issue_number", Integer, primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("comment_id", Integer, nullable=False),
+)
+check_runs = Table(
+    "check_runs", metadata,
+    Column("repo", String(200), primary_key=True),
+    Column("head_sha", String(64), primary_key=True),
+    Column("name", String(100), primary_key=True),
+    Column("check_run_id", Integer, nullable=False),
+)
+
+ACTIVE_RUN_STATES = ("queued", "running")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    seq: int
+    guid: str
+    event: str
+    payload: bytes
+    attempts: int
+    actions: list[dict[str, Any]] | None
+    actions_done: int
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL + synchronous=NORMAL: a committed claim survives a process crash (what restarts need) at a fraction
+    # of the fsync cost; a power loss may drop the last commits, which GitHub's redelivery covers.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.close()
+
+
+class Ledger:
+    def __init__(self, url: str) -> None:
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"check_same_thread": False}
+        self.engine: Engine = create_engine(url, **kwargs)
+        if url.startswith("sqlite"):
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+        self.wakeup = threading.Event()
+
+    # -- queue -----------------------------------------------------------------------------------------------
+    def claim(self, guid: str, event_name: str, action: str | None, payload: bytes) -> bool:
+        """Insert the delivery; False if this GUID was claimed before (a redelivery)."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(deliveries).values(
+                    guid=guid, event=event_name, action=action, payload=payload, status="queued", attempts=0,
+                    actions_done=0, received_at=time.time(), not_before=0.0,
+                ))
+        except IntegrityError:
+            return False
+        self.wakeup.set()
+        return True
+
+    def next_queued(self) -> Delivery | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(deliveries).where((deliveries.c.status == "queued") & (deliveries.c.not_before <= time.time()))
+                .order_by(deliveries.c.seq).limit(1)
+            ).mappings().first()
+        if row is None:
+            return None
+        return Delivery(
+            seq=row["seq"], guid=row["guid"], event=row["event"], payload=row["payload"], attempts=row["attempts"],
+            actions=json.loads(row["actions"]) if row["actions"] else None, actions_done=row["actions_done"],
+        )
+
+    def queue_depth(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(
+                select(func.count()).select_from(deliveries).where(deliveries.c.status == "queued")
+            ).scalar_one())
+
+    def set_actions(self, guid: str, actions: list[dict[str, Any]]) -> None:
+        self._update_delivery(guid, actions=json.dumps(actions), actions_done=0)
+
+    def action_done(self, guid: str, index: int) -> None:
+        self._update_delivery(guid, actions_done=index + 1)
+
+    def bump_attempt(self, guid: str, error: str, retry_in_s: float) -> int:
+        """Count a failed attempt and keep the delivery queued, not before `retry_in_s` from now."""
+        with self.engine.begin() as conn:
+            conn.execute(update(deliveries).where(deliveries.c.guid == guid).values(
+                attempts=deliveries.c.attempts + 1, error=error[:2000], not_before=time.time() + retry_in_s))
+            return int(conn.execute(select(deliveries.c.attempts).where(deliveries.c.guid == guid)).scalar_one())
+
+    def finish(self, guid: str, status: str, error: str | None = None) -> None:
+        self._update_delivery(guid, status=status, error=error, done_at=time.time())
+
+    def _update_delivery(self, guid: str, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(deliveries).where(deliveries.c.guid == guid).values(**values))
+
+    def delivery_status(self, guid: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(deliveries).where(deliveries.c.guid == guid)).mappings().first()
+        return dict(row) if row else None
+
+    def count_deliveries(self, status: str | None = None) -> int:
+        q = select(func.count()).select_from(deliveries)
+        if status:
+            q = q.where(deliveries.c.status == status)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar_one())
+
+    # -- records the handlers read (through LedgerView) and the executor writes ---------------------------------
+    def upsert_preregistration(self, repo: str, issue_number: int, **values: Any) -> None:
+        values = {**values, "fields": json.dumps(values["fields"]), "updated_at": time.time()}
+        key = (preregistrations.c.repo == repo) & (preregistrations.c.issue_number == issue_number)
+        with self.engine.begin() as conn:
+            if conn.execute(select(preregistrations.c.repo).where(key)).first():
+                conn.execute(update(preregistrations).where(key).values(**values))
+            else:
+                conn.execute(insert(preregistrations).values(repo=repo, issue_number=issue_number, **values))
+
+    def preregistration(self, repo: str, issue_number: int) -> dict[str, Any] | None:
+        key = (preregistrations.c.repo == repo) & (preregistrations.c.issue_number == issue_number)
+        with self.engine.connect() as conn:
+            row = conn.execute(select(preregistrations).where(key)).mappings().first()
+        if row is None:
+            return None
+        return {**row, "fields": json.loads(row["fields"])}
+
+    def record_approval(self, repo: str, pr: int, sha: str, approved_by: str, via: str) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(approvals).values(
+                    repo=repo, pr=pr, sha=sha, approved_by=approved_by, via=via, created_at=time.time()))
+        except IntegrityError:
+            pass  # the same approval replayed: already recorded
+
+    def revoke_approvals(self, repo: str, pr: int, keep_sha: str | None, reason: str) -> int:
+        cond = (approvals.c.repo == repo) & (approvals.c.pr == pr) & approvals.c.revoked_at.is_(None)
+        if keep_sha is not None:
+            cond = cond & (approvals.c.sha != keep_sha)
+        with self.engine.begin() as conn:
+            return conn.execute(update(approvals).where(cond).values(
+                revoked_at=time.time(), revoke_reason=reason)).rowcount
+
+    def approvals(self, repo: str, pr: int, active_only: bool = True) -> list[dict[str, Any]]:
+        cond = (approvals.c.repo == repo) & (approvals.c.pr == pr)
+        if active_only:
+            cond = cond & approvals.c.revoked_at.is_(None)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(select(approvals).where(cond).order_by(approvals.c.id)).mappings()]
+
+    def add_run(self, **values: Any) -> bool:
+        """Record a run as queued; False if this run id exists (dispatch is idempotent)."""
+        now = time.time()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(runs).values(status="queued", created_at=now, updated_at=now, **values))
+        except IntegrityError:
+            return False
+        return True
+
+    def set_run_status(self, run_id: str, status: str, detail: str | None = None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.run_id == run_id).values(
+                status=status, detail=detail, updated_at=time.time()))
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        return dict(row) if row else None
+
+    def runs(self, repo: str, pr: int | None = None) -> list[dict[str, Any]]:
+        cond = runs.c.repo == repo
+        if pr is not None:
+            cond = cond & (runs.c.pr == pr)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(select(runs).where(cond).order_by(runs.c.created_at)).mappings()]
+
+    def object_id(self, table: Table, **key: Any) -> int | None:
+        cond = [table.c[k] == v for k, v in key.items()]
+        col = table.c.comment_id if table is comments else table.c.check_run_id
+        with self.engine.connect() as conn:
+            val = conn.execute(select(col).where(*cond)).scalar_one_or_none()
+        return int(val) if val is not None else None
+
+    def remember_object(self, table: Table, object_id: int, **key: Any) -> None:
+        col = "comment_id" if table is comments else "check_run_id"
+        cond = [table.c[k] == v for k, v in key.items()]
+        with self.engine.begin() as conn:
+            if conn.execute(select(table).where(*cond)).first():
+                conn.execute(update(table).where(*cond).values({col: object_id}))
+            else:
+                conn.execute(insert(table).values({col: object_id, **key}))
+
+
+class LedgerView:
+    """The read-only slice of ledger state a handler may look at (keeps handlers free of writes)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def preregistration(self, repo: str, issue_number: int) -> dict[str, Any] | None:
+        return self._ledger.preregistration(repo, issue_number)
+
+    def approvals(self, repo: str, pr: int) -> list[dict[str, Any]]:
+        return self._ledger.approvals(repo, pr)
+
+    def runs(self, repo: str, pr: int) -> list[dict[str, Any]]:
+        return self._ledger.runs(repo, pr)

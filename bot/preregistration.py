@@ -1,0 +1,98 @@
+"""Validate a parsed issue form against `.github/openlab.yml`: required fields, FLOPs budget, track.
+
+Pure functions: the issues handler turns their result into a label, one sticky comment and a ledger record.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.forms import Form
+from bot.repo_config import RepoConfig
+
+_NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(?:flops?)?\s*$", re.IGNORECASE)
+_ISSUE_REF = re.compile(r"#(\d+)")
+
+
+@dataclass
+class Checked:
+    form: str
+    values: dict[str, Any]
+    problems: list[str] = field(default_factory=list)
+    track: str | None = None
+    planned_flops: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def parse_flops(text: str | None) -> float | None:
+    """'3e18', '3.5E+18 FLOPs', '1,000,000' -> float; anything else -> None."""
+    if not text:
+        return None
+    m = _NUMBER.match(text.replace(" ", " "))
+    if not m:
+        return None
+    try:
+        return float(m.group(1).replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+
+
+def slugify(title: str, form: Form) -> str:
+    prefix = form.title_prefix
+    t = title.strip()
+    if prefix and t.lower().startswith(prefix.lower()):
+        t = t[len(prefix):]
+    slug = re.sub(r"[^a-z0-9]+", "_", t.lower()).strip("_")[:40].rstrip("_")
+    return slug or form.name
+
+
+def next_file(form: str, number: int, slug: str, config: RepoConfig) -> str:
+    if form == "speedrun":
+        return f"{config.experiments_dir}/speedrun/{slug}/{slug}.py"
+    return f"{config.experiments_dir}/exp{number:03d}_{slug}.py"
+
+
+def check(form: Form, values: dict[str, Any], missing: list[str], config: RepoConfig) -> Checked:
+    out = Checked(form=form.name, values=values)
+    for f in form.fields:
+        if f.label in missing and f.required:
+            out.problems.append(f"**{f.label}**: section missing (keep the `### {f.label}` heading)")
+        elif f.required and not values.get(f.id):
+            out.problems.append(f"**{f.label}**: required, but empty")
+    raw_flops = values.get("flops")
+    if raw_flops:
+        flops = parse_flops(raw_flops)
+        if flops is None or flops <= 0:
+            out.problems.append(f"**{_label(form, 'flops')}**: not a positive number of FLOPs (write e.g. 3e18)")
+        else:
+            out.planned_flops = flops
+            cap = config.budgets.max_flops_per_speedrun if form.name == "speedrun" else config.budgets.max_flops_per_run
+            if flops > cap:
+                out.problems.append(f"**{_label(form, 'flops')}**: {flops:.3g} is over this repo's budget of {cap:.3g}")
+    raw_track = values.get("track")
+    if raw_track:
+        track = config.track(str(raw_track))
+        if track is None:
+            ids = ", ".join(t.id for t in config.tracks)
+            out.problems.append(f"**Track**: unknown track; choose one of {ids}")
+        else:
+            out.track = track.id
+            if track.max_flops is not None and out.planned_flops and out.planned_flops > track.max_flops:
+                out.problems.append(
+                    f"**Track**: {track.id} allows at most {track.max_flops:.3g} FLOPs, planned {out.planned_flops:.3g}")
+    url = values.get("url")
+    if url and not re.match(r"^https?://\S+$", str(url)):
+        out.problems.append("**URL**: must start with http:// or https://")
+    for key in ("related",):
+        if values.get(key):
+            values[key] = ", ".join(f"#{n}" for n in _ISSUE_REF.findall(str(values[key]))) or values[key]
+    return out
+
+
+def _label(form: Form, field_id: str) -> str:
+    return next((f.label for f in form.fields if f.id == field_id), field_id)

@@ -1,0 +1,121 @@
+"""GitHub writes of the run lifecycle: sticky comments, one check run per run, reactions, the results commit.
+
+Every write here is an upsert that finds its object first, so repeating one after a crash or a 5xx never makes a
+second copy:
+- a comment is found by the id remembered in the ledger, else by its hidden marker ``<!-- openlab:KIND:KEY -->``
+  *and* the bot being its author (anyone can paste a marker);
+- a check run is found by the id remembered in the ledger, else among the SHA's check runs by ``external_id`` =
+  run id (several runs of one SHA each get their own ``openlab/run`` check, the way re-runs of Actions do);
+- the results file is written with the contents API only when the branch does not already hold these bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from bot.escape import truncate_body
+from bot.github import GitHubClient, GitHubError
+from bot.ledger import Ledger, check_runs, comments
+from bot.render import marker
+
+CHECK_NAME = "openlab/run"
+MAX_CHECK_TEXT = 60_000
+
+
+def _iso(ts: datetime | None) -> str | None:
+    return ts.strftime("%Y-%m-%dT%H:%M:%SZ") if ts else None
+
+
+class Publisher:
+    def __init__(self, gh: GitHubClient, ledger: Ledger, bot_login: str) -> None:
+        self.gh = gh
+        self.ledger = ledger
+        self.bot_login = bot_login
+
+    # -- comments ----------------------------------------------------------------------------------------------
+    def _is_ours(self, comment: dict[str, Any], mark: str) -> bool:
+        user = comment.get("user") or {}
+        login = str(user.get("login", ""))
+        ours = login == self.bot_login or login.removesuffix("[bot]") == self.bot_login.removesuffix("[bot]")
+        return ours and str(comment.get("body", "")).startswith(mark)
+
+    def upsert_comment(self, repo: str, number: int, kind: str, key: str, body: str) -> int:
+        mark = marker(kind, key)
+        if not body.startswith(mark):
+            body = f"{mark}\n{body}"
+        body = truncate_body(body)
+        lkey = f"{kind}:{key}"
+        cid = self.ledger.object_id(comments, repo=repo, issue_number=number, key=lkey)
+        if cid is not None and self.gh.update_comment(repo, cid, body) is not None:
+            return cid
+        for c in self.gh.issue_comments(repo, number):
+            if self._is_ours(c, mark):
+                self.gh.update_comment(repo, int(c["id"]), body)
+                self.ledger.remember_object(comments, int(c["id"]), repo=repo, issue_number=number, key=lkey)
+                return int(c["id"])
+        created = self.gh.create_comment(repo, number, body)
+        self.ledger.remember_object(comments, int(created["id"]), repo=repo, issue_number=number, key=lkey)
+        return int(created["id"])
+
+    def react(self, repo: str, comment_id: int, content: str) -> None:
+        # GitHub answers 200 (not a second reaction) when the same user repeats the same reaction.
+        self.gh.react(repo, comment_id, content)
+
+    # -- check runs --------------------------------------------------------------------------------------------
+    def check_run(
+        self, repo: str, run_id: str, sha: str, *, status: str, title: str, summary: str,
+        conclusion: str | None = None, text: str | None = None, details_url: str | None = None,
+        started_at: datetime | None = None, completed_at: datetime | None = None,
+    ) -> int:
+        output: dict[str, Any] = {"title": title[:200], "summary": truncate_body(summary, MAX_CHECK_TEXT)}
+        if text:
+            output["text"] = truncate_body(text, MAX_CHECK_TEXT)
+        body: dict[str, Any] = {"status": status, "output": output, "external_id": run_id}
+        if details_url and details_url.startswith(("http://", "https://")):
+            body["details_url"] = details_url
+        if started_at:
+            body["started_at"] = _iso(started_at)
+        if status == "completed":
+            body["conclusion"] = conclusion
+            if completed_at:
+                body["completed_at"] = _iso(completed_at)
+        cid = self.ledger.object_id(check_runs, repo=repo, head_sha=sha, name=f"{CHECK_NAME}#{run_id}")
+        if cid is None:
+            found = [c for c in self.gh.check_runs_for_ref(repo, sha, CHECK_NAME) if c.get("external_id") == run_id]
+            cid = int(found[0]["id"]) if found else None
+        if cid is not None and self.gh.update_check_run(repo, cid, body) is not None:
+            self.ledger.remember_object(check_runs, cid, repo=repo, head_sha=sha, name=f"{CHECK_NAME}#{run_id}")
+            return cid
+        created = self.gh.create_check_run(repo, {"name": CHECK_NAME, "head_sha": sha, **body})
+        self.ledger.remember_object(check_runs, int(created["id"]), repo=repo, head_sha=sha,
+                                    name=f"{CHECK_NAME}#{run_id}")
+        return int(created["id"])
+
+    # -- the results file on the PR branch -----------------------------------------------------------------------
+    def commit_file(self, repo: str, branch: str, path: str, content: str, message: str) -> bool:
+        """Create or update ``path`` on ``branch``; False when it already holds exactly ``content``."""
+        existing = self.gh.request(
+            "GET", f"/repos/{repo}/contents/{quote(path)}", params={"ref": branch}, ok_404=True
+        )
+        body: dict[str, Any] = {
+            "message": message, "branch": branch, "content": base64.b64encode(content.encode()).decode(),
+        }
+        if isinstance(existing, dict) and existing.get("sha"):
+            current = base64.b64decode(existing.get("content") or "").decode("utf-8", errors="replace")
+            if current == content:
+                return False
+            body["sha"] = existing["sha"]
+        try:
+            self.gh.request("PUT", f"/repos/{repo}/contents/{quote(path)}", json=body)
+        except GitHubError as err:
+            if err.status == 409 or err.status == 422:
+                raise PushRefused(str(err)) from None
+            raise
+        return True
+
+
+class PushRefused(Exception):
+    """The branch refused our commit (the fork does not allow maintainer edits, or it moved): attach instead."""

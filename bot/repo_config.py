@@ -1,0 +1,75 @@
+"""`.github/openlab.yml`: the per-repository settings maintainers control.
+
+A missing file means the defaults below (documented in README "Bot"). A malformed file is reported on the
+thread and the defaults are used, so one typo never silences the bot.
+"""
+
+from __future__ import annotations
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from leaderboard.tracks import Track, default_tracks, parse_tracks
+from runner.config import format_validation_error
+from runner.errors import ConfigError
+
+CONFIG_PATH = ".github/openlab.yml"
+
+
+class Budgets(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_flops_per_run: float = Field(1e21, gt=0, description="Upper bound on an experiment's planned model FLOPs.")
+    max_flops_per_speedrun: float = Field(1e20, gt=0)
+    max_queued_runs_per_pr: int = Field(3, ge=1)
+
+
+class RepoConfig(BaseModel):
+    """What `.github/openlab.yml` may say; every field has a default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approval_label: str = "approved-to-run"
+    preregistered_label: str = "preregistered"
+    needs_info_label: str = "needs-info"
+    experiment_label: str = "experiment"
+    speedrun_label: str = "speedrun"
+    approvers: list[str] = Field(default_factory=list, description="Logins trusted in addition to write+ users.")
+    min_permission: str = Field("write", pattern="^(triage|write|maintain|admin)$")
+    # The leaderboard owns the Track model; a preregistration names one of these tracks by id.
+    tracks: list[Track] = Field(default_factory=default_tracks)
+    budgets: Budgets = Field(default_factory=Budgets)
+    storage_prefix: str = "file://./artifacts"
+    wandb_project: str = "openlab"
+    ray_address_env: str = "RAY_ADDRESS"
+    experiments_dir: str = "experiments"
+
+    @field_validator("tracks", mode="before")
+    @classmethod
+    def _tracks(cls, v: object) -> object:
+        return list(parse_tracks(v, "tracks").tracks)
+
+    def track(self, name: str) -> Track | None:
+        """The configured track whose id or display name is `name` (case-insensitive)."""
+        low = name.strip().lower()
+        return next((t for t in self.tracks if low in (t.id.lower(), t.name.lower())), None)
+
+
+def parse_repo_config(text: str | None) -> RepoConfig:
+    """Parse the YAML text of openlab.yml (None = file missing = defaults)."""
+    if text is None or not text.strip():
+        return RepoConfig()
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{CONFIG_PATH}{where}: not valid YAML") from None
+    if data is None:
+        return RepoConfig()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{CONFIG_PATH}: expected a mapping at the top level")
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err, CONFIG_PATH)) from None

@@ -1,0 +1,104 @@
+"""Read a finished run's outputs from the store, validate them, and attest them.
+
+Where the outputs are: the executor writes one experiment record per launch at
+``{prefix}/experiments/{run_id}.json`` listing every step and its output folder; the run's ``results.json`` (and
+the ``metrics.jsonl`` beside it or beside the training step) is in one of those folders. Everything read here was
+written by the PR's code, so it is validated by :mod:`runner.schema` and never trusted further than that.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from runner import attest, store
+from runner.executor.records import ExperimentRecord, RecordError, parse_record
+from runner.schema import Attestation, Results, ResultsError, loads_results
+
+RESULTS = "results.json"
+METRICS = "metrics.jsonl"
+MAX_RESULTS_BYTES = 2_000_000
+
+
+class RunOutputError(Exception):
+    """The run finished but its outputs cannot be used; the message is shown on the PR (escaped)."""
+
+
+class RunOutputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    results: Results
+    results_url: str
+    record_url: str
+    metrics_text: str | None = None
+
+
+def record_url(prefix: str, run_id: str) -> str:
+    return store.join(prefix, "experiments", f"{run_id}.json")
+
+
+def _read(url: str, limit: int = MAX_RESULTS_BYTES) -> bytes | None:
+    try:
+        if not store.exists(url):
+            return None
+        data = store.read_bytes(url)
+    except (OSError, ValueError):
+        return None
+    if len(data) > limit:
+        raise RunOutputError(f"`{url.rsplit('/', 1)[-1]}` is {len(data)} bytes, over the {limit} allowed")
+    return data
+
+
+def read_outputs(prefix: str, run_id: str) -> RunOutputs:
+    rec_url = record_url(prefix, run_id)
+    raw = _read(rec_url)
+    if raw is None:
+        raise RunOutputError("the job wrote no experiment record (it failed before the executor started)")
+    try:
+        record = parse_record(ExperimentRecord, raw, "experiment record")
+    except RecordError as err:
+        raise RunOutputError(str(err)) from None
+    folders = [s.output_path for s in record.steps if s.outcome in ("succeeded", "skipped")]
+    results_url = next((u for f in reversed(folders) if store.exists(u := store.join(f, RESULTS))), None)
+    if results_url is None:
+        steps = ", ".join(f"{s.identity} ({s.outcome})" for s in record.steps) or "none"
+        raise RunOutputError(f"no `results.json` in the outputs of the run's steps: {steps}")
+    data = _read(results_url)
+    if data is None:
+        raise RunOutputError("`results.json` vanished while being read")
+    try:
+        results = loads_results(data, "results.json")
+    except ResultsError as err:
+        raise RunOutputError(f"`results.json` does not match the results schema: {err}") from None
+    metrics = None
+    for folder in [results_url.rsplit("/", 1)[0], *reversed(folders)]:
+        m = _read(store.join(folder, METRICS), limit=50_000_000)
+        if m is not None:
+            metrics = m.decode("utf-8", errors="replace")
+            break
+    return RunOutputs(results=results, results_url=results_url, record_url=rec_url, metrics_text=metrics)
+
+
+def attest_results(
+    results: Results, *, run_id: str, sha: str, started_at: datetime | None, finished_at: datetime | None,
+    private_pem: bytes | None,
+) -> tuple[Results, str | None]:
+    """Add the scheduler's attestation (signed when a key is configured). Returns (results, why-not-signed)."""
+    claimed = results.provenance.git_sha
+    if claimed and claimed != sha:
+        return results.model_copy(update={"attestation": None}), (
+            f"the results claim commit {claimed[:12]}, not the approved {sha[:12]}")
+    now = datetime.now(UTC)
+    att = Attestation(
+        run_id=run_id, sha=sha, config_fingerprint=results.provenance.config_fingerprint,
+        scheduler_started_at=started_at or results.provenance.started_at,
+        scheduler_finished_at=finished_at or now, signer="unsigned",
+    )
+    out = results.model_copy(update={"attestation": att})
+    if not private_pem:
+        return out, "the bot has no signing key (OPENLAB_SIGNING_KEY)"
+    try:
+        return attest.sign(out, private_pem), None
+    except ValueError as err:
+        return out, f"the signing key is unusable: {err}"

@@ -1,0 +1,49 @@
+"""Process settings for the bot, read from the environment (``OPENLAB_*``).
+
+The server refuses to start without at least one webhook secret (probot's silent ``development`` default is the
+counter-example). Several secrets may be given, comma-separated, so a secret can be rotated without downtime: a
+delivery is accepted if it verifies under any of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from runner.errors import ConfigError
+
+WEAK_SECRETS = {"", "development", "secret", "changeme", "test"}
+
+
+class BotSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="OPENLAB_", extra="ignore")
+
+    webhook_secrets: list[str] = Field(default_factory=list, description="OPENLAB_WEBHOOK_SECRETS, comma-separated.")
+    ledger_url: str = "sqlite:///openlab-ledger.sqlite3"
+    github_api_url: str = "https://api.github.com"
+    app_id: str | None = None
+    private_key_path: Path | None = None
+    bot_login: str = "openlab[bot]"
+    max_body_bytes: int = 5 * 1024 * 1024
+    write_interval_s: float = 1.0
+    worker: bool = True
+    plan_timeout_s: float = 120.0
+    plan_memory_mb: int = 4096
+
+    @field_validator("webhook_secrets", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [s.strip() for s in v.split(",") if s.strip()]
+        return v
+
+    def require_secrets(self) -> list[bytes]:
+        """The secrets as bytes, or a ConfigError naming the variable: the server never runs unauthenticated."""
+        if not self.webhook_secrets:
+            raise ConfigError("OPENLAB_WEBHOOK_SECRETS is not set: refusing to accept unsigned webhooks")
+        weak = [s for s in self.webhook_secrets if s.lower() in WEAK_SECRETS or len(s) < 8]
+        if weak:
+            raise ConfigError("OPENLAB_WEBHOOK_SECRETS holds a default or short (<8 chars) secret: refusing to start")
+        return [s.encode() for s in self.webhook_secrets]
