@@ -125,7 +125,7 @@ def _report(
     comments_by_number: dict[int, list[dict[str, Any]]],
     overlay: Overlay,
     bot_login: str,
-    executions: list[tuple[str, str, str]],
+    executions: ExecIndex,
     execution_base: str,
 ) -> ExperimentReport:
     n = issue["number"]
@@ -136,11 +136,9 @@ def _report(
     bot_kinds = {m.group(1) for c in bot_comments for m in MARKER.finditer(c["body"])}
     wandb = sorted({u.rstrip(".") for c in bot_comments for u in WANDB.findall(c["body"])})
     run_ids = {r for c in bot_comments for r in RUN_ID.findall(c["body"])}
-    execs = [
-        (rid, status)
-        for rid, exp, status in executions
-        if rid in run_ids or re.search(rf"(?:^|/)exp0*{n}_", exp)
-    ]
+    by_run, by_issue = executions
+    execs = dict(by_issue.get(n, []))
+    execs.update({rid: by_run[rid] for rid in sorted(run_ids) if rid in by_run})
     conclusion, source = overlay.conclusions.get(n), "curated"
     if conclusion is None:
         human = [c for c in comments_by_number.get(n, []) if c["user"] != bot_login]
