@@ -1,4 +1,5 @@
-"""Pareto frontier, track assignment and ranking: plain functions over :class:`runner.schema.Results`.
+"""Pareto frontier, track assignment and ranking: plain functions over :class:`runner.schema.Results`
+(or anything with ``run_id, name, bpb, model_flops, hardware_flops``, see :class:`Scored`).
 
 The bot calls these for its Pareto comments and the site for its chart and tables, so both agree.
 
@@ -10,19 +11,36 @@ with no value on the chosen axis (``hardware_flops`` is optional) is left out of
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from leaderboard.tracks import FlopsAxis, Track, Tracks, as_tracks
-from runner.schema import Results
 
 
-def flops_of(run: Results, x: FlopsAxis = "model_flops") -> float | None:
+class Scored(Protocol):
+    """What ranking needs of a run: :class:`runner.schema.Results` has it, so does the site's compact row."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def bpb(self) -> float: ...
+    @property
+    def model_flops(self) -> float: ...
+    @property
+    def hardware_flops(self) -> float | None: ...
+
+
+R = TypeVar("R", bound=Scored)
+
+
+def flops_of(run: Scored, x: FlopsAxis = "model_flops") -> float | None:
     return run.model_flops if x == "model_flops" else run.hardware_flops
 
 
-def pareto_frontier(runs: Iterable[Results], x: FlopsAxis = "model_flops") -> list[Results]:
+def pareto_frontier(runs: Iterable[R], x: FlopsAxis = "model_flops") -> list[R]:
     """The non-dominated runs, sorted by FLOPs ascending (then BPB, then run id). O(n log n).
 
     After sorting by (FLOPs, BPB), a run is dominated exactly when the best BPB seen at FLOPs <= its own
@@ -30,7 +48,7 @@ def pareto_frontier(runs: Iterable[Results], x: FlopsAxis = "model_flops") -> li
     """
     pts = [(f, r.bpb, r.run_id, r) for r in runs if (f := flops_of(r, x)) is not None]
     pts.sort(key=lambda p: (p[0], p[1], p[2]))
-    out: list[Results] = []
+    out: list[R] = []
     best = float("inf")
     i = 0
     while i < len(pts):
@@ -45,7 +63,7 @@ def pareto_frontier(runs: Iterable[Results], x: FlopsAxis = "model_flops") -> li
     return out
 
 
-def is_dominated(run: Results, others: Iterable[Results], x: FlopsAxis = "model_flops") -> bool:
+def is_dominated(run: Scored, others: Iterable[Scored], x: FlopsAxis = "model_flops") -> bool:
     f = flops_of(run, x)
     if f is None:
         return True
@@ -69,7 +87,7 @@ def scaling_group(path: str | None, track: Track) -> str | None:
     return head if sep and head else None
 
 
-def in_track(run: Results, track: Track, tracks: Tracks, path: str | None = None) -> bool:
+def in_track(run: Scored, track: Track, tracks: Tracks, path: str | None = None) -> bool:
     """Whether ``run`` belongs to ``track``. ``path`` is the run's folder, used only by scaling tracks."""
     if track.kind == "all":
         return True
@@ -83,14 +101,14 @@ def in_track(run: Results, track: Track, tracks: Tracks, path: str | None = None
 
 
 def assign_tracks(
-    run: Results, tracks: Tracks | Sequence[Track] | None = None, path: str | None = None
+    run: Scored, tracks: Tracks | Sequence[Track] | None = None, path: str | None = None
 ) -> list[str]:
     """Ids of every track ``run`` belongs to, in the configured order (scaling only when ``path`` groups it)."""
     ts = as_tracks(tracks)
     return [t.id for t in ts if in_track(run, t, ts, path)]
 
 
-def rank_key(run: Results, track: Track) -> tuple[float, float, str]:
+def rank_key(run: Scored, track: Track) -> tuple[float, float, str]:
     """Sort key within a track: BPB tracks rank by FLOPs (least compute wins), all others by BPB."""
     f = flops_of(run, track.flops_axis)
     f = float("inf") if f is None else f
@@ -100,11 +118,11 @@ def rank_key(run: Results, track: Track) -> tuple[float, float, str]:
 
 
 def rank_track(
-    runs: Iterable[Results],
+    runs: Iterable[R],
     track: Track,
     tracks: Tracks | Sequence[Track] | None = None,
     paths: Mapping[str, str] | None = None,
-) -> list[Results]:
+) -> list[R]:
     """The members of ``track`` in rank order (rank 1 first). ``paths`` maps run id to folder (scaling)."""
     ts = as_tracks(tracks)
     paths = paths or {}
@@ -114,8 +132,8 @@ def rank_track(
 
 
 def rank_in_track(
-    run: Results,
-    runs: Iterable[Results],
+    run: R,
+    runs: Iterable[R],
     track: Track,
     tracks: Tracks | Sequence[Track] | None = None,
     paths: Mapping[str, str] | None = None,
@@ -172,13 +190,13 @@ class ParetoUpdate(BaseModel):
     kind: Literal["pareto_update"] = "pareto_update"
 
 
-def _ref(r: Results, x: FlopsAxis) -> RunRef:
+def _ref(r: Scored, x: FlopsAxis) -> RunRef:
     return RunRef(run_id=r.run_id, name=r.name, bpb=r.bpb, flops=flops_of(r, x))
 
 
 def pareto_update(
-    run: Results,
-    all_runs: Iterable[Results],
+    run: R,
+    all_runs: Iterable[R],
     tracks: Tracks | Sequence[Track] | None = None,
     x: FlopsAxis = "model_flops",
     path: str | None = None,
@@ -193,8 +211,8 @@ def pareto_update(
     after = pareto_frontier(pool, x)
     after_ids = {r.run_id for r in after}
     f = flops_of(run, x)
-    beats: list[Results] = []
-    dominated_by: list[Results] = []
+    beats: list[R] = []
+    dominated_by: list[R] = []
     if f is not None:
         for o in others:
             g = flops_of(o, x)

@@ -101,7 +101,11 @@ class Tracks(BaseModel):
         if track.target_bpb is None:
             raise ValueError(f"track {track.id} is not a bpb_threshold track")
         lower = max(
-            (t.target_bpb for t in self.tracks if t.target_bpb is not None and t.target_bpb < track.target_bpb),
+            (
+                t.target_bpb
+                for t in self.tracks
+                if t.target_bpb is not None and t.target_bpb < track.target_bpb
+            ),
             default=0.0,
         )
         return lower, track.target_bpb

@@ -1,0 +1,229 @@
+"""Find and read results files, only through :mod:`runner.schema`, and say what was skipped and why.
+
+A source is a glob in the working tree (``experiments/**/results.json``), a local folder, a single file,
+or a store URL (``gs://bucket/runs``, ``memory://...``; searched for ``**/results.json`` through fsspec).
+Every file that cannot be used yields one warning naming it: unreadable, not JSON, not the schema (older
+``schema_version`` files go through :func:`runner.schema.upgrade`), a duplicate run id, an attestation
+that does not verify. User text that looks like markup is kept (the templates escape it) but warned about;
+links whose scheme is not http(s) are dropped with a warning so no ``javascript:`` URL reaches a page.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlparse
+
+from fsspec.core import url_to_fs
+from pydantic import BaseModel, ConfigDict
+
+from runner import attest
+from runner.schema import Results, ResultsError, loads_results
+
+RESULTS_NAME = "results.json"
+METRICS_NAME = "metrics.jsonl"
+Verification = Literal["verified", "self-reported", "invalid"]
+_MARKUP = re.compile(r"[<>]|&#|javascript:", re.IGNORECASE)
+
+
+class LoadedRun(BaseModel):
+    """One usable results file and what the site needs to know about where it came from."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    results: Results
+    source: str
+    folder: str
+    verification: Verification
+    metrics: str | None = None
+
+
+class LoadReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    runs: list[LoadedRun]
+    warnings: list[str]
+    files: int
+
+
+def safe_url(url: str | None) -> str | None:
+    """The URL if its scheme is http or https, else None (links from results are untrusted)."""
+    if not url:
+        return None
+    parsed = urlparse(url.strip())
+    if parsed.scheme in ("http", "https") and parsed.netloc:
+        return url.strip()
+    return None
+
+
+def _is_glob(src: str) -> bool:
+    return any(ch in src for ch in "*?[")
+
+
+def _discover(src: str) -> tuple[list[tuple[str, str]], set[str]]:
+    """[(file url/path, run folder)] sorted by path, plus the set of folders holding a metrics.jsonl."""
+    if "://" in src and not src.startswith("file://"):
+        fs, root = url_to_fs(src)
+        proto = src.split("://", 1)[0]
+        pattern = root if _is_glob(root) else f"{root.rstrip('/')}/**/{RESULTS_NAME}"
+        base = root.rstrip("/") if not _is_glob(root) else _glob_base(root)
+        hits = sorted(p for p in fs.glob(pattern) if p.endswith(RESULTS_NAME) or _is_glob(root))
+        mpat = pattern.rsplit("/", 1)[0] + "/" + METRICS_NAME
+        metrics = {_rel(os.path.dirname(p), base) for p in fs.glob(mpat)}
+        return [(f"{proto}://{p}", _rel(os.path.dirname(p), base)) for p in hits], metrics
+    src = src.removeprefix("file://")
+    if _is_glob(src):
+        hits = sorted(glob.glob(src, recursive=True))
+        files = [(p, _folder(os.path.dirname(p))) for p in hits if os.path.isfile(p)]
+        metrics = {f for p, f in files if os.path.exists(os.path.join(os.path.dirname(p), METRICS_NAME))}
+        return files, metrics
+    if os.path.isfile(src):
+        folder = _folder(os.path.dirname(src))
+        has = os.path.exists(os.path.join(os.path.dirname(src), METRICS_NAME))
+        return [(src, folder)], ({folder} if has else set())
+    files: list[tuple[str, str]] = []
+    metrics: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames.sort()
+        if RESULTS_NAME in filenames:
+            folder = _rel(dirpath, src)
+            files.append((os.path.join(dirpath, RESULTS_NAME), folder))
+            if METRICS_NAME in filenames:
+                metrics.add(folder)
+    files.sort()
+    return files, metrics
+
+
+def _glob_base(pattern: str) -> str:
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        if _is_glob(part):
+            return "/".join(parts[:i])
+    return pattern
+
+
+def _rel(path: str, base: str) -> str:
+    rel = os.path.relpath(path, base) if path != base else "."
+    return "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _folder(path: str) -> str:
+    """A glob hit's folder, relative to the working tree when it is inside it (so code links work)."""
+    p = os.path.normpath(path)
+    if os.path.isabs(p):
+        try:
+            p = os.path.relpath(p, os.getcwd())
+        except ValueError:
+            return p
+        if p.startswith(".."):
+            return os.path.normpath(path)
+    return "" if p == "." else p.replace(os.sep, "/")
+
+
+def _read(url: str) -> bytes:
+    if "://" in url and not url.startswith("file://"):
+        fs, path = url_to_fs(url)
+        return fs.cat_file(path)
+    return Path(url.removeprefix("file://")).read_bytes()
+
+
+def _text_warnings(r: Results, source: str) -> list[str]:
+    out = []
+    texts = {"name": r.name, "description": r.description}
+    if r.author is not None:
+        texts |= {"author.name": r.author.name, "author.affiliation": r.author.affiliation or ""}
+    for field, text in texts.items():
+        if _MARKUP.search(text):
+            out.append(f"{source}: {field} contains markup; it is shown escaped")
+    urls = {
+        "tracking.wandb_url": r.tracking.wandb_url,
+        "author.url": r.author.url if r.author else None,
+        "provenance.git_remote": r.provenance.git_remote,
+        "provenance.execution_url": r.provenance.execution_url,
+    }
+    for field, url in urls.items():
+        if (
+            url
+            and safe_url(url) is None
+            and not (field == "provenance.git_remote" and url.startswith("git@"))
+        ):
+            out.append(f"{source}: {field} is not an http(s) URL; the link is dropped")
+    return out
+
+
+def discover(sources: str | Iterable[str]) -> tuple[list[tuple[str, str, bool]], list[str]]:
+    """Every results file under ``sources`` as (url, run folder, has metrics.jsonl), plus listing warnings."""
+    srcs = [sources] if isinstance(sources, str) else list(sources)
+    found: list[tuple[str, str, bool]] = []
+    warnings: list[str] = []
+    for src in srcs:
+        try:
+            files, metrics = _discover(src)
+        except (OSError, ValueError) as err:
+            warnings.append(f"{src}: cannot list results: {err}")
+            continue
+        if not files:
+            warnings.append(f"{src}: no {RESULTS_NAME} files found")
+        found.extend((url, folder, folder in metrics) for url, folder in files)
+    return found, warnings
+
+
+def load_one(
+    url: str, folder: str, has_metrics: bool, public_pem: bytes | None
+) -> tuple[LoadedRun | None, list[str]]:
+    """Read and check one results file; (None, [why]) when it cannot be used. Never raises for bad input."""
+    try:
+        results = loads_results(_read(url), url)
+    except ResultsError as err:
+        return None, [f"skipped {err}"]
+    except (OSError, ValueError) as err:
+        return None, [f"skipped {url}: cannot read: {err}"]
+    warnings = _text_warnings(results, url)
+    verification = _verify(results, public_pem)
+    if verification == "invalid":
+        warnings.append(f"{url}: attestation does not verify; shown as self-reported")
+    run = LoadedRun(
+        results=results,
+        source=url,
+        folder=folder,
+        verification=verification,
+        metrics=_join(url, METRICS_NAME) if has_metrics else None,
+    )
+    return run, warnings
+
+
+def duplicate_warning(url: str, run_id: str, first: str) -> str:
+    return f"skipped {url}: duplicate run_id {run_id!r} (first in {first})"
+
+
+def load_runs(sources: str | Iterable[str], public_pem: bytes | None = None) -> LoadReport:
+    """Read every results file under ``sources`` (first file wins on a duplicate run id); only warns."""
+    found, warnings = discover(sources)
+    runs: list[LoadedRun] = []
+    seen: dict[str, str] = {}
+    for url, folder, has_metrics in found:
+        run, notes = load_one(url, folder, has_metrics, public_pem)
+        if run is not None and run.results.run_id in seen:
+            notes = [duplicate_warning(url, run.results.run_id, seen[run.results.run_id])]
+            run = None
+        warnings.extend(notes)
+        if run is not None:
+            seen[run.results.run_id] = url
+            runs.append(run)
+    return LoadReport(runs=runs, warnings=warnings, files=len(found))
+
+
+def _join(results_url: str, name: str) -> str:
+    return results_url.rsplit("/", 1)[0] + "/" + name if "/" in results_url else name
+
+
+def _verify(results: Results, public_pem: bytes | None) -> Verification:
+    if results.attestation is None or not results.attestation.signature:
+        return "self-reported"
+    if public_pem is None:
+        return "self-reported"
+    return "verified" if attest.verify(results, public_pem) else "invalid"

@@ -1,0 +1,174 @@
+"""Rendering: the jinja2 environment (autoescaped, so user text is never emitted raw), run pages, loss curves.
+
+Templates live in ``templates/site/`` at the repository root (found beside the package in a checkout or an
+editable install, else under the working directory, which is how the Pages workflow runs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from leaderboard.load import LoadedRun, _read, safe_url
+from leaderboard.rows import Row, repo_web_url
+
+MAX_CURVE_POINTS = 600
+
+
+def templates_dir() -> Path:
+    for candidate in (
+        Path(__file__).resolve().parent.parent / "templates" / "site",
+        Path.cwd() / "templates" / "site",
+    ):
+        if (candidate / "index.html.j2").is_file():
+            return candidate
+    raise FileNotFoundError("templates/site not found beside the package or in the working directory")
+
+
+def sci(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2e}".replace("e+", "e")
+
+
+def si(v: float | None) -> str:
+    if v is None:
+        return "—"
+    for scale, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if v >= scale:
+            q = v / scale
+            return f"{q:.1f}{unit}" if q < 10 else f"{q:.0f}{unit}"
+    return str(v)
+
+
+def dur(s: float | None) -> str:
+    if s is None:
+        return "—"
+    if s < 60:
+        return f"{s:.0f} s"
+    if s < 3600:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.2f} h"
+
+
+def pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
+def bpb(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4f}"
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(templates_dir())),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(sci=sci, si=si, dur=dur, pct=pct, bpb=bpb)
+    return env
+
+
+def script_json(obj: Any) -> str:
+    """JSON safe to inline in a <script> element: no '<', '>' or '&' can close it or open a comment."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def loss_curve_svg(url: str, source: str) -> tuple[str | None, list[str]]:
+    """An inline SVG of ``train/loss`` by ``step`` from metrics.jsonl; bad lines are skipped and counted."""
+    try:
+        text = _read(url).decode("utf-8", errors="replace")
+    except OSError as err:
+        return None, [f"{url}: cannot read metrics: {err}"]
+    pts: list[tuple[float, float]] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            step, loss = float(obj["step"]), float(obj["train/loss"])
+        except (ValueError, KeyError, TypeError):
+            bad += 1
+            continue
+        if math.isfinite(step) and math.isfinite(loss):
+            pts.append((step, loss))
+    warnings = [f"{url}: {bad} metrics line(s) without numeric step and train/loss skipped"] if bad else []
+    if len(pts) < 2:
+        return None, warnings
+    pts.sort()
+    stride = max(1, len(pts) // MAX_CURVE_POINTS)
+    pts = pts[::stride]
+    return _polyline_svg(pts), warnings
+
+
+def _polyline_svg(pts: list[tuple[float, float]]) -> str:
+    W, H, L, R, T, B = 800, 260, 56, 12, 12, 32
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
+    y0, y1 = min(ys), max(ys) if max(ys) > min(ys) else min(ys) + 1
+
+    def X(v: float) -> float:
+        return L + (v - x0) / (x1 - x0) * (W - L - R)
+
+    def Y(v: float) -> float:
+        return T + (y1 - v) / (y1 - y0) * (H - T - B)
+
+    line = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)
+    ticks = []
+    for k in range(5):
+        v = y0 + (y1 - y0) * k / 4
+        ticks.append(
+            f'<line x1="{L}" x2="{W - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}"/>'
+            f'<text x="{L - 6}" y="{Y(v) + 4:.1f}" text-anchor="end">{v:.3f}</text>'
+        )
+    labels = (
+        f'<text x="{L}" y="{H - 10}">step {x0:g}</text>'
+        f'<text x="{W - R}" y="{H - 10}" text-anchor="end">step {x1:g}</text>'
+    )
+    return (
+        f'<svg class="loss" viewBox="0 0 {W} {H}" role="img" aria-label="training loss by step">'
+        f'{"".join(ticks)}{labels}<polyline points="{line}"/></svg>'
+    )
+
+
+def render_run_page(
+    run: LoadedRun, row: Row, ranks: list[dict[str, Any]], common: dict[str, Any]
+) -> tuple[str, list[str]]:
+    """HTML of one run page and any warnings (metrics problems)."""
+    r = run.results
+    warnings: list[str] = []
+    loss_svg = None
+    if run.metrics:
+        loss_svg, warnings = loss_curve_svg(run.metrics, run.source)
+    repo = repo_web_url(common.get("repo_url")) or repo_web_url(r.provenance.git_remote)
+    html = (
+        environment()
+        .get_template("run.html.j2")
+        .render(
+            **common,
+            root="../",
+            r=r,
+            row=row,
+            ranks=ranks,
+            source=run.source,
+            author_url=safe_url(r.author.url) if r.author else None,
+            pr_url=f"{repo}/pull/{r.provenance.pr}" if repo and r.provenance.pr else None,
+            issue_url=f"{repo}/issues/{r.provenance.issue}" if repo and r.provenance.issue else None,
+            exec_url=safe_url(r.provenance.execution_url),
+            config_json=r.config.model_dump_json(indent=2),
+            loss_svg=Markup(loss_svg) if loss_svg else None,
+        )
+    )
+    return html, warnings
+
+
+__all__ = ["render_run_page", "script_json", "templates_dir"]

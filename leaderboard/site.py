@@ -1,0 +1,379 @@
+"""Build the static site: load, rank, fit, render, and swap the finished folder into place.
+
+Output (relative links only, so GitHub Pages serves the folder as is)::
+
+    index.html  style.css  app.js  feed.xml  runs.json  data/table.json
+    runs/<slug>.html                     one page per run
+    tracks/<track id>/frontier.json      the track's Pareto frontier on both FLOPs axes
+
+The site is written to a temporary folder beside ``out`` and renamed over it at the end, so a reader (or
+``serve``) never sees half a build. Parsing and run pages are spread over worker processes (see
+:mod:`leaderboard.workers`); everything global (duplicates, ranks, frontiers, fits) happens here.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from leaderboard import workers
+from leaderboard.frontier import in_track, pareto_frontier, rank_key
+from leaderboard.load import discover, duplicate_warning
+from leaderboard.pages import environment, script_json, templates_dir
+from leaderboard.rows import Row
+from leaderboard.scaling import fit_power_law
+from leaderboard.tracks import Track, Tracks
+from runner import attest
+
+COLUMNS = [
+    ("rank", "#", True),
+    ("name", "Run", False),
+    ("author", "Author", False),
+    ("date", "Date", False),
+    ("params", "Params", True),
+    ("tokens", "Tokens", True),
+    ("seconds", "Time", True),
+    ("model_flops", "Model FLOPs", True),
+    ("hardware_flops", "HW FLOPs", True),
+    ("mfu", "MFU", True),
+    ("bpb", "BPB", True),
+    ("wandb", "W&B", False),
+    ("verification", "Status", False),
+]
+FEED_SIZE = 50
+
+
+class BuildOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[str]
+    out: Path
+    tracks: Tracks
+    public_pem: bytes | None = None
+    repo_url: str | None = None
+    site_title: str = "openlab speedrun"
+    page_size: int = 50
+    workers: int | None = None
+
+
+class BuildReport(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    out: str
+    files: int
+    runs: int
+    warnings: list[str]
+    seconds: float
+    index_bytes: int
+    table_bytes: int
+
+
+def _folder_in_repo(sources: list[str]) -> bool:
+    """Run folders are repo paths (usable in code links) only for local globs or folders inside the cwd."""
+    return all("://" not in s or s.startswith("file://") for s in sources)
+
+
+def _dedupe(rows: list[Row], sources: dict[int, str], warnings: list[str]) -> list[Row]:
+    seen: dict[str, int] = {}
+    keep = []
+    for row in sorted(rows, key=lambda r: r.index):
+        if row.run_id in seen:
+            warnings.append(duplicate_warning(sources[row.index], row.run_id, sources[seen[row.run_id]]))
+            continue
+        seen[row.run_id] = row.index
+        keep.append(row)
+    return keep
+
+
+def _rank_tracks(rows: list[Row], tracks: Tracks) -> dict[str, list[Row]]:
+    out = {}
+    for t in tracks:
+        members = [r for r in rows if in_track(r, t, tracks, r.folder)]
+        members.sort(key=lambda r: rank_key(r, t))
+        out[t.id] = members
+    return out
+
+
+def _scaling_groups(track: Track, members: list[Row]) -> list[dict[str, Any]]:
+    from leaderboard.frontier import flops_of, scaling_group
+
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for r in members:
+        g = scaling_group(r.folder, track)
+        if g is not None:
+            groups[g].append(r)
+    out = []
+    for name, rs in groups.items():
+        if len(rs) < track.min_runs:
+            continue
+        pts = [(f, r.bpb) for r in rs if (f := flops_of(r, track.flops_axis)) is not None]
+        fit = fit_power_law([p[0] for p in pts], [p[1] for p in pts])
+        authors = sorted({r.author[0] for r in rs if r.author})
+        out.append(
+            {
+                "name": name,
+                "n": len(rs),
+                "authors": ", ".join(authors[:3]) + (" …" if len(authors) > 3 else ""),
+                "date": max(r.date for r in rs),
+                "fit": fit,
+                "projected": fit.predict(track.projection_flops) if fit else None,
+                "poor": fit is None or fit.r2 < track.min_r2,
+            }
+        )
+    out.sort(
+        key=lambda g: (g["poor"], g["projected"] if g["projected"] is not None else float("inf"), g["name"])
+    )
+    return out
+
+
+class _Prefixes:
+    """Dictionary-encodes URLs as [prefix index, rest] so 10,000 W&B links do not repeat their host."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def encode(self, url: str | None) -> list[Any] | None:
+        if url is None:
+            return None
+        head, _, tail = url.rpartition("/")
+        i = self.index.setdefault(head + "/", len(self.index))
+        return [i, tail]
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None else float(f"{v:.4g}")
+
+
+def _table(rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], frontiers: dict[str, dict]) -> dict:
+    pos = {r.index: i for i, r in enumerate(rows)}
+    authors: dict[tuple, int] = {}
+    prefixes = _Prefixes()
+    data = []
+    for r in rows:
+        a = authors.setdefault(r.author, len(authors)) if r.author else -1
+        data.append(
+            [
+                r.run_id,
+                r.name,
+                None if r.slug == r.run_id else r.slug,
+                a,
+                r.date,
+                r.params,
+                r.tokens,
+                round(r.seconds, 1),
+                _num(r.model_flops),
+                _num(r.hardware_flops),
+                None if r.mfu is None else round(r.mfu, 4),
+                r.bpb,
+                prefixes.encode(r.wandb),
+                prefixes.encode(r.code),
+                r.verification,
+            ]
+        )
+    return {
+        "version": 1,
+        "authors": [list(a) for a in authors],
+        "prefixes": list(prefixes.index),
+        "rows": data,
+        "tracks": [
+            {
+                "id": t.id,
+                "members": [pos[r.index] for r in ranked[t.id]],
+                "frontier": {ax: [pos[r.index] for r in fr] for ax, fr in frontiers[t.id].items()},
+                "band": list(tracks.bpb_band(t)) if t.kind == "bpb_threshold" else None,
+            }
+            for t in tracks
+        ],
+    }
+
+
+def _frontiers(ranked: dict[str, list[Row]]) -> dict[str, dict[str, list[Row]]]:
+    return {
+        tid: {ax: pareto_frontier(members, ax) for ax in ("model_flops", "hardware_flops")}
+        for tid, members in ranked.items()
+    }
+
+
+def _frontier_json(track: Track, fr: dict[str, list[Row]]) -> str:
+    import json
+
+    def item(r: Row) -> dict[str, Any]:
+        return {
+            "run_id": r.run_id,
+            "name": r.name,
+            "bpb": r.bpb,
+            "model_flops": r.model_flops,
+            "hardware_flops": r.hardware_flops,
+            "finished_at": r.finished_at,
+            "page": f"runs/{r.slug}.html",
+        }
+
+    body = {"track": track.model_dump(mode="json"), **{ax: [item(r) for r in rs] for ax, rs in fr.items()}}
+    return json.dumps(body, indent=1, allow_nan=False) + "\n"
+
+
+def _write(path: Path, text: str) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = text.encode("utf-8")
+    path.write_bytes(data)
+    return len(data)
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def build_site(opts: BuildOptions) -> BuildReport:
+    """Build the whole site into ``opts.out``. Bad inputs become warnings; the build itself does not fail."""
+    t0 = time.perf_counter()
+    # Tens of thousands of long-lived objects: generational GC passes would cost more than they free.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build(opts, t0)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build(opts: BuildOptions, t0: float) -> BuildReport:
+    found, warnings = discover(opts.sources)
+    out = opts.out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.build-", dir=out.parent))
+    try:
+        report = _build_into(tmp, found, warnings, opts, t0)
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return report.model_copy(update={"out": str(out), "seconds": round(time.perf_counter() - t0, 3)})
+
+
+def _common(opts: BuildOptions, n_runs: int, n_warnings: int) -> dict[str, Any]:
+    key_id = None
+    if opts.public_pem:
+        try:
+            key_id = attest.key_id(attest.load_public_key(opts.public_pem))
+        except ValueError:
+            key_id = "unreadable key"
+    return {
+        "site_title": opts.site_title,
+        "built_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "n_runs": n_runs,
+        "n_warnings": n_warnings,
+        "key_id": key_id,
+        "repo_url": opts.repo_url,
+    }
+
+
+def _build_into(
+    tmp: Path, found: list[tuple[str, str, bool]], warnings: list[str], opts: BuildOptions, t0: float
+) -> BuildReport:
+    pool = workers.Pool(
+        found, opts.public_pem, opts.repo_url, _folder_in_repo(opts.sources), tmp, opts.workers
+    )
+    with pool:
+        rows, notes = pool.parse()
+        warnings.extend(notes)
+        rows = _dedupe(rows, {i: f[0] for i, f in enumerate(found)}, warnings)
+        tracks = opts.tracks
+        ranked = _rank_tracks(rows, tracks)
+        ranks: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        for t in tracks:
+            for i, r in enumerate(ranked[t.id], start=1):
+                ranks[r.index].append({"name": t.name, "rank": i, "of": len(ranked[t.id])})
+        common = _common(opts, len(rows), len(warnings))
+        warnings.extend(pool.render({r.index: ranks.get(r.index, []) for r in rows}, common))
+    frontiers = _frontiers(ranked)
+    table = _table(rows, tracks, ranked, frontiers)
+    table_bytes = _write(tmp / "data" / "table.json", script_json(table))
+    index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
+    _write(tmp / "runs.json", "[" + ",\n".join(r.json for r in rows) + "]\n")
+    for t in tracks:
+        _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
+    _write(tmp / "feed.xml", _feed(rows, frontiers, common))
+    for name in ("style.css", "app.js"):
+        shutil.copyfile(templates_dir() / name, tmp / name)
+    return BuildReport(
+        out=str(tmp),
+        files=len(found),
+        runs=len(rows),
+        warnings=warnings,
+        seconds=0.0,
+        index_bytes=index_bytes,
+        table_bytes=table_bytes,
+    )
+
+
+def _index_html(
+    rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], opts: BuildOptions, common: dict[str, Any]
+) -> str:
+    best = min(rows, key=lambda r: (r.bpb, r.model_flops), default=None)
+    reach = []
+    for t in tracks:
+        if t.kind == "bpb_threshold" and t.target_bpb is not None:
+            ok = [r for r in rows if r.bpb <= t.target_bpb]
+            reach.append({"target": t.target_bpb, "row": min(ok, key=lambda r: r.model_flops, default=None)})
+    view = []
+    for t in tracks:
+        view.append(
+            {
+                "id": t.id,
+                "name": t.name,
+                "kind": t.kind,
+                "description": t.description,
+                "count": len(ranked[t.id]),
+                "band": tracks.bpb_band(t) if t.kind == "bpb_threshold" else None,
+                "groups": _scaling_groups(t, ranked[t.id]) if t.kind == "scaling" else [],
+                "projection": t.projection_flops,
+                "min_r2": t.min_r2,
+                "min_runs": t.min_runs,
+                "group_root": t.group_root,
+            }
+        )
+    boot = {
+        "data": "data/table.json",
+        "page_size": opts.page_size,
+        "n_runs": len(rows),
+        "tracks": [{"id": t.id, "kind": t.kind} for t in tracks],
+    }
+    return (
+        environment()
+        .get_template("index.html.j2")
+        .render(
+            **common,
+            root="",
+            tracks=view,
+            best=best,
+            reach=reach,
+            n_verified=sum(r.verification == "verified" for r in rows),
+            columns=[{"key": k, "label": label, "num": num} for k, label, num in COLUMNS],
+            boot=script_json(boot),
+        )
+    )
+
+
+def _feed(rows: list[Row], frontiers: dict[str, dict[str, list[Row]]], common: dict[str, Any]) -> str:
+    on_front: dict[int, Row] = {}
+    for fr in frontiers.values():
+        for rs in fr.values():
+            on_front.update((r.index, r) for r in rs)
+    entries = sorted(on_front.values(), key=lambda r: r.finished_at, reverse=True)[:FEED_SIZE]
+    updated = entries[0].finished_at if entries else datetime.now(UTC).isoformat()
+    return environment().get_template("feed.xml.j2").render(**common, entries=entries, updated=updated)

@@ -1,0 +1,221 @@
+/* openlab leaderboard: track tabs, a sortable/filterable paged table and the Pareto chart.
+   No dependencies and nothing from the network: the data is data/table.json beside this file. */
+(function () {
+  "use strict";
+  var boot = JSON.parse(document.getElementById("boot").textContent);
+  var PAGE = boot.page_size || 50;
+  var S = { runs: [], tracks: {}, track: boot.tracks[0].id, key: "rank", dir: 1, filter: "", page: 0, axis: "model_flops" };
+  var tbody = document.querySelector("#runs tbody");
+  var statusEl = document.getElementById("status");
+  var svg = document.getElementById("chart");
+  var tip = document.getElementById("tip");
+  var NS = "http://www.w3.org/2000/svg";
+
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+  function sci(v) { return v == null ? "—" : Number(v).toExponential(2).replace("e+", "e"); }
+  function si(v) {
+    if (v == null) return "—";
+    var u = [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "k"]];
+    for (var i = 0; i < u.length; i++) if (v >= u[i][0]) return (v / u[i][0]).toFixed(v / u[i][0] < 10 ? 1 : 0) + u[i][1];
+    return String(v);
+  }
+  function dur(s) {
+    if (s == null) return "—";
+    if (s < 60) return s.toFixed(0) + " s";
+    if (s < 3600) return (s / 60).toFixed(1) + " min";
+    return (s / 3600).toFixed(2) + " h";
+  }
+  function pct(v) { return v == null ? "—" : (100 * v).toFixed(1) + "%"; }
+  function url(u, d) { return u == null ? null : d.prefixes[u[0]] + u[1]; }
+
+  function load(d) {
+    var runs = d.rows.map(function (r, i) {
+      var a = r[3] < 0 ? null : d.authors[r[3]];
+      return {
+        i: i, id: r[0], name: r[1], slug: r[2] == null ? r[0] : r[2], author: a ? a[0] : "", aff: a ? (a[1] || "") : "",
+        aurl: a ? a[2] : null, date: r[4], params: r[5], tokens: r[6], seconds: r[7], model_flops: r[8],
+        hardware_flops: r[9], mfu: r[10], bpb: r[11], wandb: url(r[12], d), code: url(r[13], d), verification: r[14]
+      };
+    });
+    runs.forEach(function (r) { r.hay = (r.id + " " + r.name + " " + r.author + " " + r.aff).toLowerCase(); });
+    S.runs = runs;
+    d.tracks.forEach(function (t) {
+      var rank = new Map();
+      t.members.forEach(function (m, k) { rank.set(m, k + 1); });
+      S.tracks[t.id] = { meta: t, rank: rank };
+    });
+  }
+
+  function members() {
+    var t = S.tracks[S.track];
+    if (!t) return [];
+    var f = S.filter;
+    return t.meta.members.map(function (i) { return S.runs[i]; }).filter(function (r) { return !f || r.hay.indexOf(f) >= 0; });
+  }
+
+  function sorted(list) {
+    var rank = S.tracks[S.track].rank, k = S.key, dir = S.dir;
+    var val = k === "rank" ? function (r) { return rank.get(r.i); }
+      : k === "author" ? function (r) { return (r.author + " " + r.aff).toLowerCase(); }
+      : k === "name" ? function (r) { return r.name.toLowerCase(); }
+      : k === "wandb" ? function (r) { return r.wandb ? 0 : 1; }
+      : function (r) { return r[k]; };
+    return list.slice().sort(function (a, b) {
+      var x = val(a), y = val(b);
+      if (x == null && y == null) return rank.get(a.i) - rank.get(b.i);
+      if (x == null) return 1;
+      if (y == null) return -1;
+      return x < y ? -dir : x > y ? dir : rank.get(a.i) - rank.get(b.i);
+    });
+  }
+
+  function row(r, rank) {
+    var code = r.code ? ' <a class="muted" href="' + esc(r.code) + '" title="code at its commit">code</a>' : "";
+    var who = r.author ? (r.aurl ? '<a href="' + esc(r.aurl) + '" rel="nofollow noopener">' + esc(r.author) + "</a>" : esc(r.author)) : "—";
+    if (r.aff) who += ' <span class="muted">' + esc(r.aff) + "</span>";
+    var badge = r.verification === "verified" ? '<span class="badge verified">verified</span>' : '<span class="badge self">self-reported</span>';
+    return "<tr data-run=\"" + esc(r.id) + "\"><td class=\"num\">" + rank + "</td><td><a href=\"runs/" + esc(r.slug) + '.html">' + esc(r.name) + "</a>" + code +
+      "</td><td>" + who + "</td><td>" + esc(r.date) + '</td><td class="num">' + si(r.params) + '</td><td class="num">' + si(r.tokens) +
+      '</td><td class="num">' + dur(r.seconds) + '</td><td class="num">' + sci(r.model_flops) + '</td><td class="num">' + sci(r.hardware_flops) +
+      '</td><td class="num">' + pct(r.mfu) + '</td><td class="num">' + r.bpb.toFixed(4) + "</td><td>" +
+      (r.wandb ? '<a href="' + esc(r.wandb) + '" rel="nofollow noopener">W&amp;B</a>' : "—") + "</td><td>" + badge + "</td></tr>";
+  }
+
+  function renderTable() {
+    var list = sorted(members());
+    var pages = Math.max(1, Math.ceil(list.length / PAGE));
+    if (S.page >= pages) S.page = pages - 1;
+    var rank = S.tracks[S.track].rank;
+    var slice = list.slice(S.page * PAGE, S.page * PAGE + PAGE);
+    tbody.innerHTML = slice.map(function (r) { return row(r, rank.get(r.i)); }).join("") ||
+      '<tr><td colspan="13" class="muted">No runs in this track' + (S.filter ? " match the filter" : "") + ".</td></tr>";
+    document.getElementById("page").textContent = "page " + (S.page + 1) + " of " + pages + " · " + list.length + " runs";
+    document.getElementById("prev").disabled = S.page === 0;
+    document.getElementById("next").disabled = S.page >= pages - 1;
+    document.querySelectorAll("#runs th").forEach(function (th) {
+      var k = th.querySelector("button").dataset.key;
+      th.setAttribute("aria-sort", k === S.key ? (S.dir > 0 ? "ascending" : "descending") : "none");
+    });
+  }
+
+  function el(name, attrs) {
+    var e = document.createElementNS(NS, name);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    return e;
+  }
+
+  function renderChart() {
+    var W = 800, H = 360, L = 56, R = 16, T = 14, B = 40;
+    var t = S.tracks[S.track], ax = S.axis;
+    var pts = t ? t.meta.members.map(function (i) { return S.runs[i]; }).filter(function (r) { return r[ax] != null; }) : [];
+    var front = new Set(t ? t.meta.frontier[ax] : []);
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    if (!pts.length) {
+      var msg = el("text", { x: W / 2, y: H / 2, "text-anchor": "middle" });
+      msg.textContent = "No runs with " + (ax === "model_flops" ? "model" : "hardware") + " FLOPs in this track.";
+      svg.appendChild(msg);
+      return;
+    }
+    var lx = pts.map(function (r) { return Math.log10(r[ax]); }), ys = pts.map(function (r) { return r.bpb; });
+    var x0 = Math.floor(Math.min.apply(null, lx)), x1 = Math.ceil(Math.max.apply(null, lx));
+    if (x1 === x0) x1 = x0 + 1;
+    var y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys), pad = (y1 - y0) * 0.06 || 0.05;
+    y0 -= pad; y1 += pad;
+    function X(v) { return L + (Math.log10(v) - x0) / (x1 - x0) * (W - L - R); }
+    function Y(v) { return T + (y1 - v) / (y1 - y0) * (H - T - B); }
+    var parts = [];
+    var band = t.meta.band;
+    if (band) {
+      var top = Math.max(Y(Math.min(band[1], y1)), T), bot = Math.min(Y(Math.max(band[0], y0)), H - B);
+      parts.push('<rect class="band" x="' + L + '" y="' + top + '" width="' + (W - L - R) + '" height="' + Math.max(0, bot - top) + '"/>');
+    }
+    for (var e = x0; e <= x1; e++) {
+      var gx = X(Math.pow(10, e));
+      parts.push('<line class="grid" x1="' + gx + '" x2="' + gx + '" y1="' + T + '" y2="' + (H - B) + '"/>');
+      parts.push('<text x="' + gx + '" y="' + (H - B + 16) + '" text-anchor="middle">1e' + e + "</text>");
+    }
+    for (var k = 0; k <= 4; k++) {
+      var v = y0 + (y1 - y0) * k / 4, gy = Y(v);
+      parts.push('<line class="grid" x1="' + L + '" x2="' + (W - R) + '" y1="' + gy + '" y2="' + gy + '"/>');
+      parts.push('<text x="' + (L - 6) + '" y="' + (gy + 4) + '" text-anchor="end">' + v.toFixed(3) + "</text>");
+    }
+    parts.push('<text x="' + ((L + W - R) / 2) + '" y="' + (H - 6) + '" text-anchor="middle">' + (ax === "model_flops" ? "model" : "hardware") + " FLOPs (log)</text>");
+    parts.push('<text x="12" y="' + ((T + H - B) / 2) + '" transform="rotate(-90 12 ' + ((T + H - B) / 2) + ')" text-anchor="middle">BPB</text>');
+    var fr = pts.filter(function (r) { return front.has(r.i); }).sort(function (a, b) { return a[ax] - b[ax] || a.bpb - b.bpb; });
+    if (fr.length) {
+      var d = "M" + X(fr[0][ax]).toFixed(1) + "," + Y(fr[0].bpb).toFixed(1);
+      for (var j = 1; j < fr.length; j++) d += "H" + X(fr[j][ax]).toFixed(1) + "V" + Y(fr[j].bpb).toFixed(1);
+      d += "H" + (W - R);
+      parts.push('<path class="frontier" d="' + d + '"/>');
+    }
+    pts.forEach(function (r) {
+      parts.push('<circle class="pt' + (front.has(r.i) ? " front" : "") + '" data-i="' + r.i + '" cx="' + X(r[ax]).toFixed(1) + '" cy="' + Y(r.bpb).toFixed(1) + '" r="' + (front.has(r.i) ? 4 : 3) + '"/>');
+    });
+    svg.innerHTML = parts.join("");
+  }
+
+  function pointRun(ev) {
+    var c = ev.target.closest && ev.target.closest(".pt");
+    return c ? S.runs[+c.getAttribute("data-i")] : null;
+  }
+  svg.addEventListener("mousemove", function (ev) {
+    var r = pointRun(ev);
+    if (!r) { tip.hidden = true; return; }
+    tip.innerHTML = "<strong>" + esc(r.name) + "</strong><br>" + esc(r.author) + (r.aff ? " · " + esc(r.aff) : "") +
+      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs";
+    var box = svg.parentNode.getBoundingClientRect();
+    tip.style.left = Math.min(ev.clientX - box.left + 12, box.width - 200) + "px";
+    tip.style.top = (ev.clientY - box.top + 12) + "px";
+    tip.hidden = false;
+  });
+  svg.addEventListener("mouseleave", function () { tip.hidden = true; });
+  svg.addEventListener("click", function (ev) {
+    var r = pointRun(ev);
+    if (r) window.location.href = "runs/" + encodeURIComponent(r.slug) + ".html";
+  });
+
+  function selectTrack(id) {
+    S.track = id; S.page = 0; S.key = "rank"; S.dir = 1;
+    document.querySelectorAll(".tab").forEach(function (b) { b.setAttribute("aria-selected", b.dataset.track === id ? "true" : "false"); });
+    document.querySelectorAll("[data-track]:not(.tab)").forEach(function (e) { e.hidden = e.dataset.track !== id; });
+    if (location.hash.slice(1) !== id) history.replaceState(null, "", "#" + id);
+    render();
+  }
+  function render() { if (S.runs.length || boot.n_runs === 0) { renderTable(); renderChart(); } }
+
+  document.querySelectorAll(".tab").forEach(function (b) { b.addEventListener("click", function () { selectTrack(b.dataset.track); }); });
+  document.querySelectorAll("#runs th button").forEach(function (b) {
+    b.addEventListener("click", function () {
+      var k = b.dataset.key;
+      if (S.key === k) S.dir = -S.dir; else { S.key = k; S.dir = 1; }
+      S.page = 0; renderTable();
+    });
+  });
+  var timer = null;
+  document.getElementById("filter").addEventListener("input", function (ev) {
+    clearTimeout(timer);
+    timer = setTimeout(function () { S.filter = ev.target.value.trim().toLowerCase(); S.page = 0; renderTable(); }, 120);
+  });
+  document.getElementById("prev").addEventListener("click", function () { S.page--; renderTable(); });
+  document.getElementById("next").addEventListener("click", function () { S.page++; renderTable(); });
+  document.querySelectorAll('input[name="axis"]').forEach(function (i) {
+    i.addEventListener("change", function () { S.axis = i.value; renderChart(); });
+  });
+
+  fetch(boot.data).then(function (r) {
+    if (!r.ok) throw new Error("HTTP " + r.status);
+    return r.json();
+  }).then(function (d) {
+    load(d);
+    statusEl.textContent = d.rows.length + " runs";
+    var want = location.hash.slice(1);
+    selectTrack(S.tracks[want] ? want : S.track);
+    document.body.setAttribute("data-ready", "1");
+  }).catch(function (err) {
+    statusEl.textContent = "could not load " + boot.data + " (" + err.message + "); open the site over HTTP";
+  });
+})();
