@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 
 from bot.actions import UpsertComment
 from bot.github import GitHubClient, GitHubError
-from bot.jobs import BackendUnavailable, JobBackend, JobInfo, JobSpec, JobState
+from bot.jobs import BackendUnavailable, JobBackend, JobInfo, JobRejected, JobSpec, JobState
 from bot.ledger import Ledger
 from bot.linking import body_preregistration
 from bot.publish import Publisher
@@ -50,12 +51,11 @@ def backoff(tries: int) -> float:
 class RunServices:
     """What dispatching and reconciling need; built once per process (server, Actions job, CLI)."""
 
-    gh: GitHubClient
+    gh_for: Callable[[int | None], GitHubClient]  # installation id -> client (one client in Actions mode)
     ledger: Ledger
     backend: JobBackend
     bot_login: str
     states: RunStates = field(init=False)
-    publisher: Publisher = field(init=False)
     storage_prefix: str | None = None  # overrides the repo config's storage_prefix (operator setting)
     source: str | None = None  # where the executor fetches the SHA from; None: the base repo's clone URL
     wandb_entity: str | None = None
@@ -65,16 +65,22 @@ class RunServices:
 
     def __post_init__(self) -> None:
         self.states = RunStates(self.ledger.engine)
-        self.publisher = Publisher(self.gh, self.ledger, self.bot_login)
+
+    def gh(self, run: dict[str, Any]) -> GitHubClient:
+        return self.gh_for(run.get("installation_id"))
+
+    def publisher(self, run: dict[str, Any]) -> Publisher:
+        return Publisher(self.gh(run), self.ledger, self.bot_login)
 
     @classmethod
-    def from_env(cls, gh: GitHubClient, ledger: Ledger, backend: JobBackend, bot_login: str) -> RunServices:
+    def from_env(cls, gh_for: Callable[[int | None], GitHubClient], ledger: Ledger, backend: JobBackend,
+                 bot_login: str) -> RunServices:
         key = os.environ.get("OPENLAB_SIGNING_KEY") or None
         key_file = os.environ.get("OPENLAB_SIGNING_KEY_FILE")
         if key is None and key_file:
             key = Path(key_file).read_text()
         return cls(
-            gh=gh, ledger=ledger, backend=backend, bot_login=bot_login,
+            gh_for=gh_for, ledger=ledger, backend=backend, bot_login=bot_login,
             storage_prefix=os.environ.get("OPENLAB_STORAGE_PREFIX") or None,
             source=os.environ.get("OPENLAB_SOURCE") or None,
             wandb_entity=os.environ.get("WANDB_ENTITY") or None,
@@ -82,9 +88,9 @@ class RunServices:
             leaderboard_results=os.environ.get("OPENLAB_LEADERBOARD_RESULTS", "experiments/**/results.json"),
         )
 
-    def repo_config(self, repo: str) -> RepoConfig:
+    def repo_config(self, run: dict[str, Any]) -> RepoConfig:
         try:
-            return parse_repo_config(self.gh.get_contents(repo, CONFIG_PATH))
+            return parse_repo_config(self.gh(run).get_contents(run["repo"], CONFIG_PATH))
         except OpenlabError:
             return RepoConfig()  # the bad file is reported on its own thread by the bot core
 
@@ -98,7 +104,7 @@ class RunServices:
     def upsert_comment(self, run: dict[str, Any], body: str) -> None:
         from bot.executor import Executor  # the bot core's one comment-upsert implementation
 
-        Executor(self.gh, self.ledger, self.bot_login).apply(
+        Executor(self.gh(run), self.ledger, self.bot_login).apply(
             UpsertComment(repo=run["repo"], issue_number=run["pr"], kind="run", key=run["run_id"], body=body))
 
 
@@ -144,8 +150,8 @@ class RayDispatcher:
             self._try_submit(run, report)
 
     def _try_submit(self, run: dict[str, Any], report: RunReport) -> None:
-        config = self.s.repo_config(run["repo"])
-        pull = self.s.gh.get_pull(run["repo"], run["pr"])
+        config = self.s.repo_config(run)
+        pull = self.s.gh(run).get_pull(run["repo"], run["pr"])
         problem = self._refusal(run, report, pull, config)
         if problem:
             self._refuse(run, report, problem)
@@ -159,6 +165,9 @@ class RayDispatcher:
                 log_event(log, "adopted a job Ray already had (submission id protects against a second job)")
         except BackendUnavailable as err:
             self._retry_later(run, report, str(err))
+            return
+        except JobRejected as err:
+            self._reject(run, report, f"Ray did not accept the job: {err}")
             return
         self._started(run, report, info, config)
 
@@ -201,9 +210,12 @@ class RayDispatcher:
                        experiment=run["experiment"], prefix=self.s.prefix(config), source=source, env=env)
 
     def _refuse(self, run: dict[str, Any], report: RunReport, problem: str) -> None:
-        log_event(log, "refused", reason=problem)
-        self.s.ledger.set_run_status(run["run_id"], "refused", problem)
-        report.phase, report.outcome, report.reason = "finished", "refused", problem
+        self._reject(run, report, problem, outcome="refused")
+
+    def _reject(self, run: dict[str, Any], report: RunReport, problem: str, outcome: str = "failed") -> None:
+        log_event(log, outcome, reason=problem)
+        self.s.ledger.set_run_status(run["run_id"], outcome, problem)
+        report.phase, report.outcome, report.reason = "finished", outcome, problem
         self.s.states.save(report)
         from bot.reconcile import publish_outcome
 
@@ -241,10 +253,10 @@ def announce_running(s: RunServices, run: dict[str, Any], report: RunReport, inf
     """🚀 on the command, the check run in progress, the run comment: each once (milestones)."""
     try:
         if report.trigger_comment_id and not report.has("rocket"):
-            s.publisher.react(run["repo"], report.trigger_comment_id, "rocket")
+            s.publisher(run).react(run["repo"], report.trigger_comment_id, "rocket")
             s.states.mark(report, "rocket")
         if not report.has("check_started"):
-            s.publisher.check_run(
+            s.publisher(run).check_run(
                 run["repo"], run["run_id"], run["sha"], status="in_progress",
                 title=f"running {run['experiment']}", summary=f"Ray job `{run['run_id']}` for `{run['sha'][:12]}`.",
                 details_url=info.dashboard_url or report.wandb_url, started_at=info.started_at,
@@ -259,3 +271,24 @@ def announce_running(s: RunServices, run: dict[str, Any], report: RunReport, inf
         report.last_error = f"GitHub: {err}"
         s.states.save(report)
         log_event(log, "could not announce the run yet", level=logging.WARNING, error=str(err))
+
+
+def attach_to_bot(bot: Any, backend: JobBackend | None = None) -> RunServices:
+    """Plug the Ray dispatcher into a bot core ``Bot`` (before its first delivery) and return the services
+    the reconciler shares with it: one ledger, one GitHub client per installation."""
+    from bot.jobs import RayJobs
+
+    services = RunServices.from_env(lambda inst: bot.env_for(inst)[0].gh, bot.ledger, backend or RayJobs(),
+                                    bot.settings.bot_login)
+    bot.dispatcher = RayDispatcher(services)
+    bot._clients.clear()  # executors built before this point hold the record-only dispatcher
+    return services
+
+
+def services_from_env() -> RunServices:
+    """Actions mode (``GITHUB_TOKEN``) or App mode (``OPENLAB_APP_ID`` + key), as ``openlab event`` does."""
+    from bot.service import Bot
+    from bot.settings import BotSettings
+
+    bot = Bot(BotSettings(), token=os.environ.get("GITHUB_TOKEN") or None)
+    return attach_to_bot(bot)

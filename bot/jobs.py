@@ -9,8 +9,10 @@ typed :class:`JobInfo` the dispatcher and reconciler reason about, and turns "Ra
 from __future__ import annotations
 
 import os
+import subprocess
 from datetime import UTC, datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -99,47 +101,116 @@ def job_info(run_id: str, raw: Any, dashboard_url: str | None = None) -> JobInfo
     )
 
 
+class JobRejected(Exception):
+    """Ray (or the executor) refused this job for a reason retrying will not fix (e.g. the file is not at the SHA)."""
+
+
+_UNAVAILABLE = ("cannot reach", "cannot use the ray jobs api", "connection", "timed out", "503", "502")
+
+
 class RayJobs:
-    """Adapter onto ``runner.executor``'s Ray Jobs functions (``submit``/``status``/``cancel``/``logs``)."""
+    """Adapter onto ``runner.executor.dispatch`` (``submit``/``status``/``cancel``/``logs``), the executor's
+    Ray Jobs API wrappers. Their errors are sorted here: unreachable -> :class:`BackendUnavailable` (retry),
+    unknown submission id -> ``MISSING``, anything else at submit -> :class:`JobRejected` (report, no retry)."""
 
-    def __init__(self, address: str | None = None, dashboard_url: str | None = None) -> None:
-        self.address = address or os.environ.get("RAY_ADDRESS")
+    def __init__(self, address: str | None = None, dashboard_url: str | None = None,
+                 mirror_dir: str | Path | None = None) -> None:
+        self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.dashboard_url = dashboard_url or os.environ.get("OPENLAB_RAY_DASHBOARD_URL") or None
+        self.mirror_dir = Path(mirror_dir or os.environ.get("OPENLAB_MIRROR_DIR")
+                               or Path.home() / ".cache" / "openlab" / "mirrors")
 
-    def _api(self) -> Any:
-        from runner.executor import jobs  # the executor's Ray Jobs API wrappers (issue 3)
-
-        return jobs
-
-    def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+    @staticmethod
+    def _unavailable(err: Exception) -> bool:
         from runner.executor.ray_env import RayConnectError
 
-        try:
-            return getattr(self._api(), name)(*args, address=self.address, **kwargs)
-        except RayConnectError as err:
-            raise BackendUnavailable(str(err)) from None
-        except (ConnectionError, TimeoutError, OSError) as err:
-            raise BackendUnavailable(f"Ray Jobs API unreachable: {err}") from None
+        text = str(err).lower()
+        return isinstance(err, RayConnectError | ConnectionError | TimeoutError) or any(k in text for k in _UNAVAILABLE)
 
     def _link(self, run_id: str) -> str | None:
         return f"{self.dashboard_url.rstrip('/')}/#/jobs/{run_id}" if self.dashboard_url else None
 
     def submit(self, spec: JobSpec) -> JobInfo:
-        self._call(
-            "submit", spec.experiment, sha=spec.sha, run_id=spec.run_id, prefix=spec.prefix,
-            source=spec.source, env=dict(spec.env),
-        )
+        from runner.errors import OpenlabError
+        from runner.executor import dispatch
+
+        try:
+            checkout = self._mirror(spec)
+            dispatch.submit(spec.experiment, spec.sha, address=self.address, prefix=spec.prefix,
+                            run_id=spec.run_id, repo=checkout, env_vars=dict(spec.env))
+        except OpenlabError as err:
+            if self._unavailable(err):
+                raise BackendUnavailable(str(err)) from None
+            if "already submitted" not in str(err):
+                raise JobRejected(str(err)) from None
         return self.info(spec.run_id)
 
     def info(self, run_id: str) -> JobInfo:
-        return job_info(run_id, self._call("status", run_id), self._link(run_id))
+        from runner.errors import OpenlabError
+        from runner.executor import dispatch
+
+        try:
+            state = dispatch.status(run_id, address=self.address)
+        except OpenlabError as err:
+            if "no ray job" in str(err).lower():
+                return job_info(run_id, None)
+            raise BackendUnavailable(str(err)) from None
+        return JobInfo(run_id=run_id, state=_state(state.status), message=state.message or "",
+                       started_at=state.start_time, finished_at=state.end_time, dashboard_url=self._link(run_id))
 
     def cancel(self, run_id: str) -> None:
-        self._call("cancel", run_id)
+        from runner.errors import OpenlabError
+        from runner.executor import dispatch
+
+        try:
+            dispatch.cancel(run_id, address=self.address)
+        except OpenlabError as err:
+            if "no ray job" in str(err).lower():
+                return  # never started (or already gone): nothing to stop
+            raise BackendUnavailable(str(err)) from None
 
     def logs_tail(self, run_id: str, lines: int = 60) -> str:
+        from runner.errors import OpenlabError
+        from runner.executor import dispatch
+
         try:
-            text = str(self._call("logs", run_id) or "")
-        except BackendUnavailable:
+            text = dispatch.logs(run_id, address=self.address)
+        except OpenlabError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return "\n".join(str(text).splitlines()[-lines:])
+
+    def _mirror(self, spec: JobSpec) -> Path:
+        """A local clone holding ``spec.sha`` (fetched from ``spec.source``) for the executor to archive."""
+        if spec.source and Path(spec.source).is_dir() and _git_ok(Path(spec.source), "cat-file", "-e",
+                                                                     f"{spec.sha}^{{commit}}"):
+            return Path(spec.source)
+        if not spec.source:
+            return Path(".")
+        dest = self.mirror_dir / spec.repo.replace("/", "__")
+        if not (dest / ".git").is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+            _git(dest, "init", "-q")
+        # By SHA first (GitHub allows it for reachable commits); else the PR's head ref and the branches.
+        if not _git_ok(dest, "cat-file", "-e", f"{spec.sha}^{{commit}}") and not _git_ok(
+                dest, "fetch", "-q", "--no-tags", spec.source, spec.sha):
+            _git(dest, "fetch", "-q", "--no-tags", spec.source, f"+refs/pull/{spec.pr}/head:refs/pr/{spec.pr}",
+                 "+refs/heads/*:refs/src/*")
+        return dest
+
+
+def _git_ok(cwd: Path, *args: str) -> bool:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=300).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _git(cwd: Path, *args: str) -> None:
+    from runner.errors import OpenlabError
+
+    try:
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise OpenlabError(f"git {args[0]}: {err}") from None
+    if out.returncode != 0:
+        raise OpenlabError(f"git {args[0]} failed: {out.stderr.strip()[-300:]}")
