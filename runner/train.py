@@ -1,0 +1,151 @@
+"""``train(cfg, out)``: the whole run, from data to ``results.json``.
+
+1. Data: tokenizer, train split (token cache), eval sets, deterministic batches.
+2. State: fresh from ``train.seed``, or restored bit for bit from the newest checkpoint in ``out/checkpoints``.
+3. Loop: one jitted step per optimizer update; log every ``train.log_every``; eval every ``train.eval_every``;
+   checkpoint every ``train.checkpoint_every`` (default: a tenth of the run) and at the end.
+4. Final eval on every set, then ``out/results.json`` (validated by :class:`runner.schema.Results`).
+
+Timing: the step is compiled ahead of time, so ``training_seconds`` counts step execution only (no compile,
+eval or checkpoint time) and accumulates across resumes; it drives hardware FLOPs and MFU, which are null
+where the device's peak is unknown (CPU). Re-running a finished ``out`` only re-evaluates and rewrites results.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from runner import runinfo, store
+from runner.checkpoint import Checkpointer
+from runner.config import RunConfig, fingerprint
+from runner.data import Batches, TokenData, load_split, load_tokenizer
+from runner.errors import ConfigError
+from runner.eval import evaluate, load_eval_sets
+from runner.flops import FLOPS_FORMULA, lm_flops_per_token, param_count, peak_flops_per_chip
+from runner.optim import make_optimizer
+from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed
+from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps_results
+from runner.tracking import Tracker
+from runner.trainstep import build_train_step, init_state, place_state, put_train_batch
+
+__all__ = ["train"]
+
+
+def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool | None = None) -> Results:
+    """Train ``cfg``, writing results.json, metrics.jsonl and checkpoints under ``out``; resume if it has one."""
+    started_at = runinfo.now()
+    maybe_initialize_distributed()
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    tok = load_tokenizer(cfg.data.tokenizer)
+    if cfg.model.vocab_size < tok.vocab_size:
+        raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} is smaller than the tokenizer's {tok.vocab_size} tokens")
+    train_data = load_split(cfg.data, "train", tokenizer=tok)
+    batches = Batches(train_data, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
+    eval_sets = load_eval_sets(cfg, tok)
+    token_bytes = np.zeros(cfg.model.vocab_size, dtype=np.int64)
+    token_bytes[: tok.vocab_size] = tok.token_bytes()
+
+    mesh = make_mesh()
+    check_batch(mesh, cfg.train.batch_size, cfg.train.grad_accum)
+    tx, lr = make_optimizer(cfg.optimizer, cfg.schedule, cfg.train.steps)
+    state, shardings = init_state(cfg, tx, mesh)
+    ckpt = Checkpointer(store.join(str(out_dir), "checkpoints"), cfg.train.keep_checkpoints)
+    restored = ckpt.restore_latest(state, cfg)
+    start, train_seconds = 0, 0.0
+    if restored is not None:
+        state = place_state(restored.state, shardings)
+        start, train_seconds = restored.step, restored.training_seconds
+
+    run_id = runinfo.resolve_run_id(out_dir, cfg, run_id)
+    tracker = Tracker(out_dir, cfg, run_id, start_step=start, progress=progress, enabled=is_primary())
+    try:
+        state, train_seconds = _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr,
+                                     ckpt, tracker, start, train_seconds)
+        evals = _eval_all(cfg, state["params"], eval_sets, token_bytes, mesh)
+        tracker.log(cfg.train.steps, {f"eval/{k}/{m}": getattr(v, m) for k, v in evals.items() for m in ("bpb", "loss")})
+        results = _results(cfg, run_id, evals, train_seconds, train_data, eval_sets, tracker, started_at)
+        tracker.summary({"bpb": results.bpb, "model_flops": results.model_flops, "mfu": results.mfu})
+    finally:
+        tracker.close()
+    if is_primary():
+        store.atomic_write_text(str(out_dir / "results.json"), dumps_results(results))
+    return results
+
+
+def _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr, ckpt, tracker, start, train_seconds):  # type: ignore[no-untyped-def]
+    """Steps ``start .. train.steps``; returns the final state and cumulative training seconds."""
+    t = cfg.train
+    ckpt_every = t.checkpoint_every or max(1, t.steps // 10)
+    step_fn = build_train_step(cfg, tx, lr, shardings, mesh)
+    if start < t.steps:
+        step_fn = step_fn.lower(state, put_train_batch(batches.batch(start), cfg, mesh)).compile()
+    tokens_per_step = t.batch_size * cfg.model.seq_len
+    peak = peak_flops_per_chip(jax.devices()[0].device_kind)
+    flops_per_step = 3 * lm_flops_per_token(cfg.model) * tokens_per_step
+    seg_start, seg_steps = time.perf_counter(), 0
+    for step in range(start, t.steps):
+        state, metrics = step_fn(state, put_train_batch(batches.batch(step), cfg, mesh))
+        done, seg_steps = step + 1, seg_steps + 1
+        do_ckpt = done % ckpt_every == 0 or done == t.steps
+        do_eval = t.eval_every is not None and done % t.eval_every == 0 and done != t.steps
+        if not (done % t.log_every == 0 or do_ckpt or do_eval or done == t.steps):
+            continue
+        m = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        elapsed = time.perf_counter() - seg_start
+        train_seconds += elapsed
+        tps = seg_steps * tokens_per_step / elapsed if elapsed > 0 else None
+        mfu = 100 * seg_steps * flops_per_step / (elapsed * peak * mesh.devices.size) if peak and elapsed else None
+        tracker.log(done, {"train/loss": m["loss"], "train/lr": m["lr"], "train/grad_norm": m["grad_norm"],
+                           "throughput/tokens_per_second": tps, "throughput/mfu": mfu})
+        tracker.progress(done, m["loss"], tps)
+        if do_eval:
+            evals = _eval_all(cfg, state["params"], eval_sets, token_bytes, mesh)
+            tracker.log(done, {f"eval/{k}/{n}": getattr(v, n) for k, v in evals.items() for n in ("bpb", "loss")})
+        if do_ckpt and is_primary():
+            ckpt.save(state, done, cfg, train_seconds)
+        seg_start, seg_steps = time.perf_counter(), 0
+    return state, train_seconds
+
+
+def _eval_all(cfg: RunConfig, params, eval_sets: dict[str, TokenData], token_bytes: np.ndarray, mesh) -> dict[str, EvalSetResult]:  # type: ignore[no-untyped-def]
+    bs = cfg.eval.batch_size or cfg.train.batch_size // cfg.train.grad_accum
+    limits = {s.name: s.max_tokens for s in cfg.eval.sets}
+    return {
+        name: evaluate(params, cfg.model, data, token_bytes, batch_size=bs, mesh=mesh, max_tokens=limits[name])
+        for name, data in eval_sets.items()
+    }
+
+
+def _results(cfg, run_id, evals, train_seconds, train_data, eval_sets, tracker, started_at) -> Results:  # type: ignore[no-untyped-def]
+    kind = jax.devices()[0].device_kind
+    chips = jax.device_count()
+    peak = peak_flops_per_chip(kind)
+    fwd = lm_flops_per_token(cfg.model)
+    model_flops = 3.0 * fwd * cfg.tokens
+    hw = train_seconds * chips * peak if peak is not None and train_seconds > 0 else None
+    sha, dirty, remote = runinfo.git_state()
+    data_fp = fingerprint({
+        "tokenizer": train_data.manifest.tokenizer,
+        "train": train_data.fingerprint,
+        "eval": {k: v.fingerprint for k, v in eval_sets.items()},
+    })
+    first = cfg.eval.sets[0].name
+    return Results(
+        run_id=run_id, name=cfg.name, track=cfg.track, bpb=evals[first].bpb, model_flops=model_flops,
+        hardware_flops=hw, params=param_count(cfg.model), tokens=cfg.tokens, training_seconds=train_seconds,
+        mfu=model_flops / hw if hw else None, author=cfg.author, description=cfg.description, config=cfg,
+        flops=FlopsDetail(formula=FLOPS_FORMULA, model_flops_per_token=fwd, device_kind=kind, chips=chips,
+                          peak_flops_per_chip=peak),
+        eval=evals, tracking=tracker.info(),
+        provenance=Provenance(
+            git_sha=sha, git_dirty=dirty, git_remote=remote, config_fingerprint=cfg.fingerprint(),
+            data_fingerprint=data_fp, versions=runinfo.versions(), devices=runinfo.devices(),
+            host=runinfo.host(), argv=__import__("sys").argv, started_at=started_at, finished_at=runinfo.now(),
+        ),
+    )
