@@ -121,12 +121,11 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 def to_document(index: int, row: dict[str, Any]) -> Document:
     text_key = next((k for k in TEXT_KEYS if isinstance(row.get(k), str)), None)
     text = row.get(text_key, "") if text_key else ""
-    rest = {k: v for k, v in row.items() if k != text_key and k != "id"}
+    rest = {k: v for k, v in row.items() if k not in (text_key, "id", "attributes")}
     attrs = _flatten(rest)
-    # Dolma-style attribute files nest scores under "attributes"; show them without the prefix too.
-    attrs.update(
-        {k.removeprefix("attributes."): v for k, v in list(attrs.items()) if k.startswith("attributes.")}
-    )
+    # Dolma-style rows nest scores under "attributes": show them by their own names.
+    if isinstance(row.get("attributes"), dict):
+        attrs.update(_flatten(row["attributes"]))
     doc_id = row.get("id")
     return Document(
         index=index,
