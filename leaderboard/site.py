@@ -218,7 +218,12 @@ def _frontier_json(track: Track, fr: dict[str, list[Row]]) -> str:
         }
 
     body = {"track": track.model_dump(mode="json"), **{ax: [item(r) for r in rs] for ax, rs in fr.items()}}
-    return json.dumps(body, indent=1, allow_nan=False) + "\n"
+    return _markup_safe(json.dumps(body, indent=1, allow_nan=False) + "\n")
+
+
+def _markup_safe(json_text: str) -> str:
+    """The same JSON value with '<', '>' and '&' as \\u escapes: no user text reads as markup anywhere."""
+    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _write(path: Path, text: str) -> int:
@@ -304,7 +309,7 @@ def _build_into(
     table = _table(rows, tracks, ranked, frontiers)
     table_bytes = _write(tmp / "data" / "table.json", script_json(table))
     index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
-    _write(tmp / "runs.json", "[" + ",\n".join(r.json for r in rows) + "]\n")
+    _write(tmp / "runs.json", _markup_safe("[" + ",\n".join(r.json for r in rows) + "]\n"))
     for t in tracks:
         _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
     _write(tmp / "feed.xml", _feed(rows, frontiers, common))
