@@ -9,7 +9,6 @@ Every path is resolved by :func:`leaderboard.browse.paths.confine`; a refused pa
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Query, Request
@@ -20,7 +19,6 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from leaderboard.browse.paths import PathRefused, confine, relative
 from leaderboard.browse.shards import Filter, Page, ShardReader, is_shard
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "site"
 PAGE_SIZES = (10, 20, 50, 100)
 
 
@@ -32,7 +30,9 @@ class BrowseError(Exception):
 
 
 def _env() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]))
+    from leaderboard.pages import templates_dir
+
+    env = Environment(loader=FileSystemLoader(str(templates_dir())), autoescape=select_autoescape(["html", "j2"]))
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
     return env
 
