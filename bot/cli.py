@@ -1,9 +1,102 @@
-"""`openlab` subcommands defined by the bot package."""
+"""`openlab` subcommands defined by the bot package: serve, event, sandbox."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+from pathlib import Path
+
 import click
+
+from runner.errors import ConfigError, OpenlabError
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--token-env", default=None, help="Use a fixed token from this env variable instead of App auth.")
+def serve(host: str, port: int, token_env: str | None) -> None:
+    """Run the GitHub App webhook server (settings from OPENLAB_* variables; see README "Bot")."""
+    import uvicorn
+
+    from bot.app import create_app
+    from bot.service import Bot
+    from bot.settings import BotSettings
+
+    settings = BotSettings()
+    settings.require_secrets()
+    token = None
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise ConfigError(f"--token-env {token_env}: variable is empty")
+    app = create_app(Bot(settings, token=token), start_worker=settings.worker)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+@click.command()
+@click.argument("name")
+@click.argument("payload", type=click.Path(exists=True))
+def event(name: str, payload: str) -> None:
+    """Handle one GitHub event in Actions mode (token from GITHUB_TOKEN).
+
+    NAME is the event name ($GITHUB_EVENT_NAME) and PAYLOAD its JSON file ($GITHUB_EVENT_PATH); NAME
+    `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead.
+    """
+    from bot.service import Bot
+    from bot.settings import BotSettings
+
+    token = os.environ.get("GITHUB_TOKEN")
+    if not token:
+        raise ConfigError("GITHUB_TOKEN is not set (Actions mode)")
+    overrides: dict[str, object] = {"write_interval_s": float(os.environ.get("OPENLAB_WRITE_INTERVAL_S", "1.0"))}
+    if "OPENLAB_GITHUB_API_URL" not in os.environ and os.environ.get("GITHUB_API_URL"):
+        overrides["github_api_url"] = os.environ["GITHUB_API_URL"]
+    if "OPENLAB_BOT_LOGIN" not in os.environ:
+        overrides["bot_login"] = "github-actions[bot]"
+    if not os.environ.get("OPENLAB_LEDGER_URL"):
+        overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
+    settings = BotSettings(**overrides)  # type: ignore[arg-type]
+    bot = Bot(settings, token=token, planner_factory=lambda gh: None)
+    if name == "plan_report":
+        from bot.actions_mode import plan_report
+
+        plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""))
+        return
+    raw = Path(payload).read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise OpenlabError(f"{payload}: not valid JSON") from None
+    action = data.get("action") if isinstance(data, dict) else None
+    run = os.environ.get("GITHUB_RUN_ID")
+    guid = f"actions-{run}-{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}" if run else hashlib.sha256(raw).hexdigest()[:40]
+    if not bot.ledger.claim(guid, name, action, raw):
+        status = bot.ledger.delivery_status(guid) or {}
+        if status.get("status") != "queued":
+            click.echo(f"delivery {guid} already handled ({status.get('status')})")
+            return
+    bot.worker.drain()
+    row = bot.ledger.delivery_status(guid) or {}
+    click.echo(json.dumps({"delivery": guid, "status": row.get("status"), "error": row.get("error")}))
+    if row.get("status") == "failed":
+        raise OpenlabError(f"event {name}: {row.get('error')}")
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8900, show_default=True, type=int)
+def sandbox(host: str, port: int) -> None:
+    """Run the local GitHub sandbox (for the demo and tests; loopback only)."""
+    import uvicorn
+
+    from bot.sandbox.server import create_sandbox_app
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise ConfigError("the sandbox only listens on loopback")
+    uvicorn.run(create_sandbox_app(), host=host, port=port, log_level="warning", access_log=False)
 
 
 def commands() -> list[click.Command]:
-    return []
+    return [serve, event, sandbox]
