@@ -1,0 +1,104 @@
+"""Shared test plumbing: uvicorn servers in threads, the sandbox repo, form bodies, an RSA App key."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "test-webhook-secret-1"
+OLD_SECRET = "older-webhook-secret-0"
+REPO = "lab/openlab"
+
+EXPERIMENT_FILE = '''from dataclasses import dataclass
+
+from runner.executor import Step, StepContext
+
+
+@dataclass(frozen=True)
+class Noop:
+    text: str = "hi"
+
+
+def noop(cfg: Noop, ctx: StepContext) -> dict:
+    return {}
+
+
+STEPS = [Step("exp{n}/noop", noop, Noop(), version="v1")]
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ServerThread:
+    """uvicorn on 127.0.0.1 in a background thread (the real HTTP stack, in-process)."""
+
+    def __init__(self, app: Any) -> None:
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    access_log=False, lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(20)
+
+
+def repo_files() -> dict[str, str]:
+    """The lab repo as the sandbox serves it: our own openlab.yml and issue forms."""
+    files = {p: (ROOT / p).read_text() for p in (
+        ".github/openlab.yml", ".github/ISSUE_TEMPLATE/experiment.yml", ".github/ISSUE_TEMPLATE/speedrun.yml")}
+    files["README.md"] = "# lab\n"
+    return files
+
+
+def experiment_body(flops: str = "3e16", track: str = "budget_1e17", hypothesis: str = "Wider MLPs help.") -> str:
+    return (f"### Hypothesis\n\n{hypothesis}\n\n### Goal and success criterion\n\nBPB below 1.2\n\n"
+            f"### Planned compute budget (FLOPs)\n\n{flops}\n\n### Track\n\n{track}\n\n### Baseline\n\n_No response_\n\n"
+            "### Risks\n\n_No response_\n\n### Related issues\n\n_No response_\n")
+
+
+def speedrun_body(starter: bool = True) -> str:
+    box = "X" if starter else " "
+    return ("### Author name\n\nAda\n\n### Affiliation\n\n_No response_\n\n### URL\n\nhttps://example.org/ada\n\n"
+            "### Description\n\nA faster tiny run.\n\n### Track\n\nbudget_1e15\n\n### Planned FLOPs\n\n1e14\n\n"
+            f"### Starter branch\n\n- [{box}] Create a starter branch and draft PR for me\n")
+
+
+def bot_comments(thread: dict[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
+    out = [c for c in thread["comments"] if c["user"] == "openlab[bot]"]
+    return [c for c in out if c["body"].startswith(f"<!-- openlab:{kind}:")] if kind else out
+
+
+def rsa_pair() -> tuple[str, str]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
