@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,8 +21,8 @@ def build(tmp_path: Path, root: Path, pub: bytes | None = None, **kw):
     )
 
 
-def test_example_site(tmp_path: Path, example_tree: Path, keypair) -> None:
-    os.chdir(example_tree)
+def test_example_site(tmp_path: Path, example_tree: Path, keypair, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(example_tree)
     rep = build(tmp_path, "experiments/**/results.json", keypair[1])  # type: ignore[arg-type]
     site = tmp_path / "site"
     assert rep.runs == 12 and rep.files == 12
@@ -144,8 +143,8 @@ def test_parallel_build_matches_inline(tmp_path: Path) -> None:
     assert len(list((tmp_path / "a" / "runs").iterdir())) == 450
 
 
-def test_cli_build_and_errors(tmp_path: Path, example_tree: Path, keypair) -> None:
-    os.chdir(example_tree)
+def test_cli_build_and_errors(tmp_path: Path, example_tree: Path, keypair, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(example_tree)
     (example_tree / "key.pub").write_bytes(keypair[1])
     res = CliRunner().invoke(
         main, ["leaderboard", "build", "--results", "experiments/**/results.json", "--out", "site", "--public-key", "key.pub"]
