@@ -11,7 +11,7 @@ import re
 
 MAX_BODY = 60_000
 _ZWSP = "\u200b"
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_MENTION = re.compile(r"(?<![\w.])@(?=[A-Za-z0-9])")
 _REF = re.compile(r"(?<![\w&])#(?=\d)")
 
 

@@ -29,7 +29,7 @@ def noop(cfg: Noop, ctx: StepContext) -> dict:
     return {}
 
 
-STEPS = [Step("exp{n}/noop", noop, Noop(), version="v1")]
+STEPS = [Step("expNUM/noop", noop, Noop(), version="v1")]
 '''
 
 
@@ -102,3 +102,7 @@ def rsa_pair() -> tuple[str, str]:
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                            serialization.PublicFormat.SubjectPublicKeyInfo).decode()
     return private, public
+
+
+def experiment_file(n: int) -> str:
+    return EXPERIMENT_FILE.replace("NUM", str(n))
