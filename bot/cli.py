@@ -22,9 +22,9 @@ def serve(host: str, port: int, token_env: str | None) -> None:
 
     from bot.app import create_app
     from bot.service import Bot
-    from bot.settings import BotSettings
+    from bot.settings import load_settings
 
-    settings = BotSettings()
+    settings = load_settings()
     settings.require_secrets()
     token = None
     if token_env:
@@ -45,7 +45,7 @@ def event(name: str, payload: str) -> None:
     `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead.
     """
     from bot.service import Bot
-    from bot.settings import BotSettings
+    from bot.settings import load_settings
 
     token = os.environ.get("GITHUB_TOKEN")
     if not token:
@@ -57,7 +57,7 @@ def event(name: str, payload: str) -> None:
         overrides["bot_login"] = "github-actions[bot]"
     if not os.environ.get("OPENLAB_LEDGER_URL"):
         overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
-    settings = BotSettings(**overrides)  # type: ignore[arg-type]
+    settings = load_settings(**overrides)
     bot = Bot(settings, token=token, planner_factory=lambda gh: None)
     if name == "plan_report":
         from bot.actions_mode import plan_report

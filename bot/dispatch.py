@@ -119,8 +119,27 @@ class RayDispatcher:
         report = self.s.states.get(run["run_id"])
         if report is None:
             report = RunReport(run_id=run["run_id"], trigger_comment_id=run.get("comment_id"))
+            if report.trigger_comment_id is None:
+                report.trigger_comment_id = self._trigger_comment(run)
             self.s.states.create(report)
         self.try_submit(run["run_id"])
+
+    def _trigger_comment(self, run: dict[str, Any]) -> int | None:
+        """The comment that asked for this run (for the 🚀): the requester's latest `/run` or `/rerun` on the PR.
+        None when the run came from the approval label."""
+        from bot.commands.parse import find_commands
+
+        try:
+            comments = self.s.gh(run).issue_comments(run["repo"], run["pr"])
+        except GitHubError:
+            return None
+        for c in reversed(comments):
+            if (c.get("user") or {}).get("login") != run["requested_by"]:
+                continue
+            found, _ = find_commands(c.get("body"), {"run", "rerun"})
+            if found:
+                return int(c["id"])
+        return None
 
     def cancel(self, run: dict[str, Any], reason: str) -> None:
         with log_context(repo=run["repo"], pr=run["pr"], sha=run["sha"], run_id=run["run_id"]):

@@ -8,9 +8,10 @@ delivery is accepted if it verifies under any of them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from runner.errors import ConfigError
 
@@ -20,7 +21,7 @@ WEAK_SECRETS = {"", "development", "secret", "changeme", "test"}
 class BotSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="OPENLAB_", extra="ignore")
 
-    webhook_secrets: list[str] = Field(default_factory=list, description="OPENLAB_WEBHOOK_SECRETS, comma-separated.")
+    webhook_secrets: Annotated[list[str], NoDecode] = Field(default_factory=list, description="OPENLAB_WEBHOOK_SECRETS, comma-separated.")
     ledger_url: str = "sqlite:///openlab-ledger.sqlite3"
     github_api_url: str = "https://api.github.com"
     app_id: str | None = None
@@ -47,3 +48,15 @@ class BotSettings(BaseSettings):
         if weak:
             raise ConfigError("OPENLAB_WEBHOOK_SECRETS holds a default or short (<8 chars) secret: refusing to start")
         return [s.encode() for s in self.webhook_secrets]
+
+
+def load_settings(**overrides: Any) -> BotSettings:
+    """BotSettings from the environment, with bad values reported as one line naming the variable."""
+    try:
+        return BotSettings(**overrides)
+    except ValidationError as err:
+        first = err.errors()[0]
+        name = "OPENLAB_" + "_".join(str(p) for p in first["loc"][:1]).upper()
+        raise ConfigError(f"{name}: {first['msg']}") from None
+    except Exception as err:  # pydantic-settings' own parse errors
+        raise ConfigError(f"settings: {err}") from None
