@@ -210,7 +210,7 @@ def _add_repo_routes(app: FastAPI, st: SandboxState) -> None:
     def permission(o: str, r: str, u: str) -> Any:
         role = st.roles.get((f"{o}/{r}", u), "read")
         legacy = {"maintain": "write", "triage": "read"}.get(role, role)
-        return {"permission": legacy, "role_name": role, "user": st.user(u)}
+        return {"permission": legacy, "role_name": role, "user": {**st.user(u), "role_name": role}}
 
     @app.get("/repos/{o}/{r}/contents/{path:path}")
     def get_contents(o: str, r: str, path: str, ref: str | None = None) -> Any:

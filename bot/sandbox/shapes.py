@@ -84,7 +84,7 @@ def comment(repo: str, cid: int, issue_number: int, body: str, author: dict[str,
     return {"id": cid, "node_id": f"IC_{cid}", "url": u, "html_url": f"{WEB}/{repo}/issues/{issue_number}#c{cid}",
             "body": body, "user": author, "created_at": NOW, "updated_at": NOW,
             "issue_url": f"{API}/repos/{repo}/issues/{issue_number}", "author_association": "NONE",
-            "reactions": reactions_summary(u)}
+            "performed_via_github_app": None, "reactions": reactions_summary(u)}
 
 
 def branch_ref(label_: str, ref: str, sha: str, user_: dict[str, Any], repo: dict[str, Any]) -> dict[str, Any]:
