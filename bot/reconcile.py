@@ -204,8 +204,6 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
         attach = dumps_results(results) if results is not None and not report.committed_path else None
         line = {"succeeded": "succeeded", "failed": "failed", "cancelled": "cancelled",
                 "refused": "refused"}.get(outcome, outcome)
-        if outcome == "succeeded" and report.reason:
-            line += f" (not attested: {report.reason})"
         body = render_run_comment(run, report, status=outcome, status_line=line, attachment=attach)
         s.upsert_comment(run, body)
         s.states.mark(report, "comment_final")

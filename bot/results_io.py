@@ -84,11 +84,16 @@ def attest_results(
     results: Results, *, run_id: str, sha: str, started_at: datetime | None, finished_at: datetime | None,
     private_pem: bytes | None,
 ) -> tuple[Results, str | None]:
-    """Add the scheduler's attestation (signed when a key is configured). Returns (results, why-not-signed)."""
+    """Add the scheduler's attestation (signed when a key is configured). Returns (results, note for the PR).
+
+    The attestation states what the scheduler itself knows: it ran ``run_id`` at ``sha`` between those times
+    and the job produced exactly these results. A commit named inside the results' own provenance is the PR
+    code's claim (e.g. the git state of an installed openlab); a mismatch is reported, not signed away.
+    """
+    notes = []
     claimed = results.provenance.git_sha
     if claimed and claimed != sha:
-        return results.model_copy(update={"attestation": None}), (
-            f"the results claim commit {claimed[:12]}, not the approved {sha[:12]}")
+        notes.append(f"the results' provenance names commit {claimed[:12]}; the job ran the approved {sha[:12]}")
     now = datetime.now(UTC)
     att = Attestation(
         run_id=run_id, sha=sha, config_fingerprint=results.provenance.config_fingerprint,
@@ -97,8 +102,10 @@ def attest_results(
     )
     out = results.model_copy(update={"attestation": att})
     if not private_pem:
-        return out, "the bot has no signing key (OPENLAB_SIGNING_KEY)"
+        notes.append("not signed: the bot has no signing key (OPENLAB_SIGNING_KEY)")
+        return out, "; ".join(notes)
     try:
-        return attest.sign(out, private_pem), None
+        return attest.sign(out, private_pem), "; ".join(notes) or None
     except ValueError as err:
-        return out, f"the signing key is unusable: {err}"
+        notes.append(f"not signed: the signing key is unusable ({err})")
+        return out, "; ".join(notes)

@@ -140,7 +140,7 @@ def render_run_comment(run: dict[str, Any], report: RunReport, *, status: str, s
         att = results.attestation
         ctx["attested"] = bool(att and att.signature)
         ctx["signer"] = att.signer if att else ""
-        ctx["attest_note"] = "the bot has no signing key configured" if not ctx["attested"] else ""
+        ctx["attest_note"] = report.reason or ""
         if report.metrics:
             ctx.update(curve=Markup(mermaid_curve(report.metrics)), sparkline=sparkline(report.metrics),
                        first_loss=f"{report.metrics[0][1]:.3f}", last_loss=f"{report.metrics[-1][1]:.3f}",
