@@ -131,7 +131,11 @@ class Checkpointer:
             self.fs.rm(self.fs._strip_protocol(self.path(s)))
 
     def restore_latest(self, template: Any, cfg: RunConfig) -> Restored | None:
-        """The newest checkpoint restored into ``template``'s structure, or None when there is none."""
+        """The newest checkpoint restored into ``template``'s structure, or None when there is none.
+
+        ``template`` may be abstract (``jax.ShapeDtypeStruct`` leaves): only its structure, shapes and dtypes
+        are compared, so a resume needs no fresh initialisation.
+        """
         steps = self.steps()
         if not steps:
             return None
@@ -146,13 +150,12 @@ class Checkpointer:
                 f"checkpoint {path} was written by a different config ({'; '.join(diff[:3])}); "
                 "use a fresh --out or restore the original config"
             )
-        t_names, t_arrays = _leaves(template)
-        want = [(n, a.shape, str(a.dtype)) for n, a in zip(t_names, t_arrays, strict=True)]
+        flat, treedef = jax.tree_util.tree_flatten_with_path(template)
+        want = [(jax.tree_util.keystr(p), tuple(np.shape(x)), str(np.dtype(x.dtype))) for p, x in flat]
         have = [(n, a.shape, str(a.dtype)) for n, a in zip(names, arrays, strict=True)]
         if want != have:
             first = next((w, h) for w, h in zip(want + [None], have + [None], strict=False) if w != h)
             raise CheckpointError(f"checkpoint {path} does not match this model: expected {first[0]}, found {first[1]}")
-        treedef = jax.tree_util.tree_structure(template)
         state = jax.tree_util.tree_unflatten(treedef, arrays)
         return Restored(state=state, step=int(meta["step"]), training_seconds=float(meta["training_seconds"]), path=path)
 

@@ -30,7 +30,7 @@ from runner.optim import make_optimizer
 from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed
 from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps_results
 from runner.tracking import Tracker
-from runner.trainstep import build_train_step, init_state, place_state, put_train_batch
+from runner.trainstep import abstract_state, build_train_step, init_state, place_state, put_train_batch
 
 __all__ = ["train"]
 
@@ -54,11 +54,12 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
     mesh = make_mesh()
     check_batch(mesh, cfg.train.batch_size, cfg.train.grad_accum)
     tx, lr = make_optimizer(cfg.optimizer, cfg.schedule, cfg.train.steps)
-    state, shardings = init_state(cfg, tx, mesh)
+    abstract, shardings = abstract_state(cfg, tx, mesh)
     ckpt = Checkpointer(store.join(str(out_dir), "checkpoints"), cfg.train.keep_checkpoints)
-    restored = ckpt.restore_latest(state, cfg)
-    start, train_seconds = 0, 0.0
-    if restored is not None:
+    restored = ckpt.restore_latest(abstract, cfg)
+    if restored is None:
+        state, start, train_seconds = init_state(cfg, tx, shardings), 0, 0.0
+    else:
         state = place_state(restored.state, shardings)
         start, train_seconds = restored.step, restored.training_seconds
 

@@ -23,8 +23,7 @@ from runner.parallel import batch_sharding, put_global, replicated, state_shardi
 State = dict[str, Any]
 
 
-def init_state(cfg: RunConfig, tx: optax.GradientTransformation, mesh: Mesh) -> tuple[State, Any]:
-    """A fresh state (a pure function of train.seed), created directly in its shardings."""
+def _init_fn(cfg: RunConfig, tx: optax.GradientTransformation) -> Callable[[], State]:
     init_key, run_key = jax.random.split(jax.random.key(cfg.train.seed))
 
     def _init() -> State:
@@ -36,8 +35,18 @@ def init_state(cfg: RunConfig, tx: optax.GradientTransformation, mesh: Mesh) -> 
             "key": jax.random.key_data(run_key),
         }
 
-    shardings = state_shardings(jax.eval_shape(_init), mesh, cfg.train.parallelism == "fsdp")
-    return jax.jit(_init, out_shardings=shardings)(), shardings
+    return _init
+
+
+def abstract_state(cfg: RunConfig, tx: optax.GradientTransformation, mesh: Mesh) -> tuple[Any, Any]:
+    """Shapes/dtypes of the state (no compute) and the sharding of every leaf."""
+    abstract = jax.eval_shape(_init_fn(cfg, tx))
+    return abstract, state_shardings(abstract, mesh, cfg.train.parallelism == "fsdp")
+
+
+def init_state(cfg: RunConfig, tx: optax.GradientTransformation, shardings: Any) -> State:
+    """A fresh state (a pure function of train.seed), created directly in its shardings."""
+    return jax.jit(_init_fn(cfg, tx), out_shardings=shardings)()
 
 
 def place_state(host_state: Any, shardings: Any) -> State:
