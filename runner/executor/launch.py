@@ -91,5 +91,7 @@ def run_experiment(
     problems = ray_env.check_feasible(needs, embedded=where == "embedded")
     for p in problems:
         opts.log(f"[openlab] warning: {p}")
-    info = launch_info(exp, prefix, run_id or new_run_id(exp.display), None if where == "embedded" else where)
+    info = launch_info(
+        exp, prefix, run_id or new_run_id(exp.display), None if where in ("embedded", "existing") else where
+    )
     return run_graph(exp.graph, info, opts)

@@ -21,7 +21,7 @@ from pathlib import Path
 from runner.errors import OpenlabError
 from runner.executor.graph import Graph, build_graph
 from runner.executor.provenance import repo_root
-from runner.executor.step import Step
+from runner.executor.step import Step, declaration_scope
 
 EXPERIMENT_MODULE_PREFIX = "openlab_experiment_"
 
@@ -70,12 +70,13 @@ def load_experiment(path: str | Path) -> Experiment:
         code = compile(source, str(p), "exec")
     except SyntaxError as err:
         raise ExperimentError(f"{shown}:{err.lineno}: syntax error: {err.msg}") from None
-    module = _exec(code, p, shown)
-    steps = _steps(module, shown)
-    try:
-        graph = build_graph(steps)
-    except OpenlabError as err:
-        raise ExperimentError(str(err).replace(str(p), shown)) from None
+    with declaration_scope():
+        module = _exec(code, p, shown)
+        steps = _steps(module, shown)
+        try:
+            graph = build_graph(steps)
+        except OpenlabError as err:
+            raise ExperimentError(str(err).replace(str(p), shown)) from None
     return Experiment(p, shown, steps, graph, module)
 
 

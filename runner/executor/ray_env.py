@@ -71,6 +71,9 @@ def connect(
     kwargs: dict[str, Any] = {"log_to_driver": True, "configure_logging": False}
     if address is None:
         secure_local_env()
+        from ray._private import ray_constants
+
+        ray_constants.ENABLE_RAY_CLUSTER = False  # in case ray was imported before the env var was set
         ray.init(
             address="local",
             num_cpus=num_cpus or os.cpu_count() or 1,

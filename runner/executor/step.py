@@ -19,6 +19,7 @@ import re
 import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, is_dataclass
 from functools import cached_property
 from pathlib import Path
@@ -236,6 +237,18 @@ class Step:
 
 
 _OUTPUTS: dict[str, list[weakref.ref[Step]]] = {}
+
+
+@contextmanager
+def declaration_scope() -> Iterator[None]:
+    """Steps referenced inside the block are found only by graphs built inside it: two experiment files
+    declaring the same identity never see each other's steps."""
+    global _OUTPUTS
+    saved, _OUTPUTS = _OUTPUTS, {}
+    try:
+        yield
+    finally:
+        _OUTPUTS = saved
 
 
 def steps_referenced_as(identity: str) -> list[Step]:
