@@ -116,7 +116,8 @@ class Reconciler:
                              f"{run['attempt'] + 1}.")
         else:
             report.outcome = "failed"
-            report.reason = f"the Ray job failed: {info.message or 'no message from Ray'}"
+            first = (info.message or "no message from Ray").strip().splitlines()[0][:300]
+            report.reason = f"the Ray job failed: {first} (the job log's last lines are below)"
             report.log_tail = self.s.backend.logs_tail(run["run_id"]) or None
         report.phase = "finished"
         self.s.states.save(report)
@@ -185,7 +186,7 @@ def _pareto(s: RunServices, run: dict[str, Any], results: Results) -> None:
     loaded = load_runs(s.leaderboard_results)
     others = [r.results for r in loaded.runs if r.results.run_id != results.run_id]
     update = pareto_update(results, others, tracks=config.tracks)
-    body = render_pareto(update, results, compared=len(others), source=s.leaderboard_results)
+    body = render_pareto(update, results, key=run["run_id"], compared=len(others), source=s.leaderboard_results)
     from bot.actions import UpsertComment
     from bot.executor import Executor
 

@@ -159,12 +159,12 @@ def _refs(refs: list[RunRef], more: int = 0) -> Markup | None:
     return Markup(", ".join(parts) + (f" and {extra} more" if extra > 0 else ""))
 
 
-def render_pareto(update: ParetoUpdate, results: Results, *, compared: int, source: str) -> str:
+def render_pareto(update: ParetoUpdate, results: Results, *, key: str, compared: int, source: str) -> str:
     names = {t.track_id: t.track_name for t in update.tracks}
     bpb_track = update.bpb_track
     return render_comment(
-        "pareto", update.run_id,
-        run_id=update.run_id, name=cell(results.name, 100), on_frontier=update.on_frontier,
+        "pareto", key,
+        run_id=key, name=cell(results.name, 100), on_frontier=update.on_frontier,
         axis=update.x.replace("_", " "), flops=fmt_flops(update.flops), bpb=f"{update.bpb:.4f}",
         frontier_size=update.frontier_size, dominated_count=len(update.dominated_by),
         bpb_track={"rank": bpb_track.rank, "of": bpb_track.of, "name": cell(bpb_track.track_name)} if bpb_track else None,

@@ -159,6 +159,7 @@ def make_lab(tmp_path: Path, ray_url: str | None, *, serve_bot: bool = True, sig
     bot = Bot(settings, token=TOKEN)
     backend = RayJobs(address=ray_url or f"http://127.0.0.1:{free_port()}")
     services = attach_to_bot(bot, backend)
+    bot.env_for(1)[0].gh.backoff_s = 0.01  # GitHub 5xx retries without whole seconds of sleep in tests
     services.storage_prefix = str(prefix)
     services.source = str(git_dir)
     services.signing_key = priv if signing else None

@@ -37,6 +37,7 @@ WRITE_RESULTS = '''"""Writes a prepared results.json (the fault tests' stand-in 
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.executor import Step, StepContext
@@ -45,7 +46,12 @@ RESULTS = {results!r}
 MODE = {mode!r}
 
 
-def write(cfg: str, ctx: StepContext) -> dict:
+@dataclass(frozen=True)
+class Fault:
+    mode: str
+
+
+def write(cfg: Fault, ctx: StepContext) -> dict:
     out = Path(ctx.output_path)
     out.mkdir(parents=True, exist_ok=True)
     if MODE == "missing":
@@ -67,7 +73,7 @@ def write(cfg: str, ctx: StepContext) -> dict:
     return {{}}
 
 
-STEPS = [Step("speedrun/fault", write, MODE, version="v1")]
+STEPS = [Step("speedrun/fault", write, Fault(MODE), version="v1")]
 '''
 
 
