@@ -1,0 +1,67 @@
+"""The dispatcher re-reads the PR and the quotas before it submits: what it refuses, and what the PR shows.
+
+These never reach Ray (the backend points at a closed port, so a wrongly accepted run would show as queued)."""
+
+from __future__ import annotations
+
+from bot.quotas import Quotas, quota_problem
+from tests.bot_runs.conftest import LAB
+from tests.bot_runs.helpers import bot_comments, checks, dispatch, open_fault_pull
+
+
+def test_head_moved_after_approval_is_refused(lab_factory) -> None:
+    lab = lab_factory(None, serve_bot=False)
+    pr = open_fault_pull(lab, "moved", "valid")
+    with lab.state.lock:
+        t = lab.state.threads[(LAB, pr)]
+        approved = t.pull["head_sha"]
+    # The author pushes between the maintainer's /run and the dispatch (the TOCTOU window).
+    pushed = lab.commit("moved", {"notes.txt": "sneaky"})
+    with lab.state.lock:
+        t.pull["head_sha"] = pushed
+    run = dispatch_at(lab, pr, approved)
+    assert lab.services.ledger.run(run)["status"] == "refused"
+    [comment] = bot_comments(lab, pr, "run")
+    assert "refused" in comment and f"moved to `{pushed[:7]}`" in comment
+    assert lab.services.states.get(run).submit_tries == 0
+
+
+def test_closed_pr_is_refused(lab_factory) -> None:
+    lab = lab_factory(None, serve_bot=False)
+    pr = open_fault_pull(lab, "closed", "valid")
+    with lab.state.lock:
+        lab.state.threads[(LAB, pr)].state = "closed"
+    run = dispatch(lab, pr)
+    assert lab.services.ledger.run(run["run_id"])["status"] == "refused"
+    assert "the pull request is closed" in bot_comments(lab, pr, "run")[0]
+    assert checks(lab, run["run_id"]) == []
+
+
+def test_per_pr_quota_refuses_the_third_active_run(lab_factory) -> None:
+    lab = lab_factory(None, serve_bot=False)
+    pr = open_fault_pull(lab, "quota", "valid")
+    first, second = dispatch(lab, pr, attempt=1), dispatch(lab, pr, attempt=2)
+    assert [lab.services.ledger.run(r["run_id"])["status"] for r in (first, second)] == ["queued", "queued"]
+    third = dispatch(lab, pr, attempt=3)
+    assert lab.services.ledger.run(third["run_id"])["status"] == "refused"
+    body = next(b for b in bot_comments(lab, pr, "run") if third["run_id"] in b)
+    assert "max_active_runs_per_pr" in body
+
+
+def test_monthly_flops_quota() -> None:
+    runs = [{"run_id": "a", "pr": 1, "requested_by": "u", "status": "succeeded", "created_at": 2e9}]
+    q = Quotas(max_flops_per_month=1e18)
+    assert quota_problem(q, run_id="b", pr=2, user="v", planned_flops=5e17, runs=runs, flops_of={"a": 4e17}) is None
+    why = quota_problem(q, run_id="b", pr=2, user="v", planned_flops=7e17, runs=runs, flops_of={"a": 4e17})
+    assert why is not None and "max_flops_per_month" in why
+
+
+def dispatch_at(lab, pr: int, sha: str) -> str:
+    from bot.actions import DispatchRun, run_id
+
+    experiment = "experiments/speedrun/moved/moved.py"
+    rid = run_id(LAB, pr, sha, experiment, 1)
+    _, executor = lab.bot.env_for(1)
+    executor.apply(DispatchRun(repo=LAB, run_id=rid, pr=pr, sha=sha, experiment=experiment, attempt=1,
+                               requested_by="maintainer", installation_id=1))
+    return rid
