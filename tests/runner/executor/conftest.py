@@ -80,7 +80,7 @@ def ray_head() -> Iterator[str]:
     yield url
     os.killpg(proc.pid, signal.SIGTERM)  # `ray start --block` stops the processes it started
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=20)
+        proc.wait(timeout=5)
     time.sleep(1)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # whatever of that group is left
