@@ -21,7 +21,7 @@ ACTIVE = ("queued", "running")
 class Quotas(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_active_runs_per_pr: int = Field(2, ge=1, description="Queued or running runs of one PR.")
+    max_active_runs_per_pr: int = Field(3, ge=1, description="Queued or running runs of one PR.")
     max_active_runs_per_user: int = Field(4, ge=1, description="Queued or running runs requested by one user.")
     max_active_runs_per_repo: int = Field(8, ge=1, description="Queued or running runs of the whole repository.")
     max_flops_per_month: float = Field(1e22, gt=0, description="Planned model FLOPs dispatched per UTC month.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.quotas import Quotas
 from leaderboard.tracks import Track, default_tracks, parse_tracks
 from runner.config import format_validation_error
 from runner.errors import ConfigError
@@ -39,6 +40,7 @@ class RepoConfig(BaseModel):
     # The leaderboard owns the Track model; a preregistration names one of these tracks by id.
     tracks: list[Track] = Field(default_factory=default_tracks)
     budgets: Budgets = Field(default_factory=Budgets)
+    quotas: Quotas = Field(default_factory=Quotas, description="Active runs per PR/user/repo, FLOPs per month.")
     storage_prefix: str = "file://./artifacts"
     wandb_project: str = "openlab"
     ray_address_env: str = "RAY_ADDRESS"

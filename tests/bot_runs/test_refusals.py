@@ -37,14 +37,14 @@ def test_closed_pr_is_refused(lab_factory) -> None:
     assert checks(lab, run["run_id"]) == []
 
 
-def test_per_pr_quota_refuses_the_third_active_run(lab_factory) -> None:
+def test_per_pr_quota_refuses_the_fourth_active_run(lab_factory) -> None:
     lab = lab_factory(None, serve_bot=False)
     pr = open_fault_pull(lab, "quota", "valid")
-    first, second = dispatch(lab, pr, attempt=1), dispatch(lab, pr, attempt=2)
-    assert [lab.services.ledger.run(r["run_id"])["status"] for r in (first, second)] == ["queued", "queued"]
-    third = dispatch(lab, pr, attempt=3)
-    assert lab.services.ledger.run(third["run_id"])["status"] == "refused"
-    body = next(b for b in bot_comments(lab, pr, "run") if third["run_id"] in b)
+    active = [dispatch(lab, pr, attempt=i) for i in (1, 2, 3)]
+    assert [lab.services.ledger.run(r["run_id"])["status"] for r in active] == ["queued"] * 3
+    fourth = dispatch(lab, pr, attempt=4)
+    assert lab.services.ledger.run(fourth["run_id"])["status"] == "refused"
+    body = next(b for b in bot_comments(lab, pr, "run") if fourth["run_id"] in b)
     assert "max_active_runs_per_pr" in body
 
 
