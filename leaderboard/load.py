@@ -14,7 +14,6 @@ import glob
 import os
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Literal
 from urllib.parse import urlparse
 
@@ -128,7 +127,28 @@ def _read(url: str) -> bytes:
     if "://" in url and not url.startswith("file://"):
         fs, path = url_to_fs(url)
         return fs.cat_file(path)
-    return Path(url.removeprefix("file://")).read_bytes()
+    with open(url.removeprefix("file://"), "rb", buffering=0) as f:
+        return f.readall()
+
+
+def parse(raw: bytes, source: str) -> Results:
+    """The schema's :class:`Results` from a file's bytes, with exactly the answers of ``loads_results``.
+
+    Valid files (nearly all of them) go straight through pydantic's JSON parser, which is about twice as
+    fast as ``json.loads`` plus validation. Whatever that path would treat differently takes the reference
+    path instead: any failure (so errors read the same), text that may hold ``NaN``/``Infinity`` (which
+    ``loads_results`` rejects anywhere in the file), and a missing ``schema_version`` (which ``upgrade``
+    rejects where the model would default it).
+    """
+    if b"NaN" not in raw and b"Infinity" not in raw:
+        try:
+            results = Results.model_validate_json(raw)
+        except ValueError:
+            pass
+        else:
+            if "schema_version" in results.model_fields_set:
+                return results
+    return loads_results(raw, source)
 
 
 def _text_warnings(r: Results, source: str) -> list[str]:
@@ -177,7 +197,7 @@ def load_one(
 ) -> tuple[LoadedRun | None, list[str]]:
     """Read and check one results file; (None, [why]) when it cannot be used. Never raises for bad input."""
     try:
-        results = loads_results(_read(url), url)
+        results = parse(_read(url), url)
     except ResultsError as err:
         return None, [f"skipped {err}"]
     except (OSError, ValueError) as err:

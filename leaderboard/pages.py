@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, UndefinedError, select_autoescape
 from markupsafe import Markup
 
 from leaderboard.load import LoadedRun, _read, safe_url
@@ -140,35 +140,83 @@ def _polyline_svg(pts: list[tuple[float, float]]) -> str:
     )
 
 
+class RunPages:
+    """Renders every run page of one build with one compiled template and one pre-rendered frame.
+
+    The base layout (head, header, footer) depends only on the build's shared context, so it is rendered
+    once with marker blocks and split; each run then only runs the template's ``title`` and ``main``
+    blocks. The result is byte-identical to rendering ``run.html.j2`` whole (a test holds it to that); if
+    the frame cannot be split (a base that repeats a block or reads per-run variables), every page falls
+    back to the whole render.
+    """
+
+    _MARKS = {"title": "\x00openlab-title\x00", "main": "\x00openlab-main\x00"}
+
+    def __init__(self, common: dict[str, Any]):
+        self.template = environment().get_template("run.html.j2")
+        self.shared = {**common, "root": "../"}
+        self.repo = repo_web_url(common.get("repo_url"))
+        self._remotes: dict[str | None, str | None] = {}
+        self.frame = self._split_frame()
+
+    def _split_frame(self) -> tuple[str, str, str] | None:
+        ctx = self.template.new_context(dict(self.shared))
+        for name, mark in self._MARKS.items():
+            ctx.blocks[name] = [lambda _ctx, m=mark: iter((m,))]
+        try:
+            text = "".join(self.template.root_render_func(ctx))
+        except UndefinedError:
+            return None
+        t, m = self._MARKS["title"], self._MARKS["main"]
+        if text.count(t) != 1 or text.count(m) != 1 or text.index(t) > text.index(m):
+            return None
+        head, rest = text.split(t)
+        mid, tail = rest.split(m)
+        return head, mid, tail
+
+    def _repo_of(self, remote: str | None) -> str | None:
+        if remote not in self._remotes:
+            self._remotes[remote] = repo_web_url(remote)
+        return self._remotes[remote]
+
+    def context(self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], loss_svg: str | None) -> dict:
+        r = run.results
+        p = r.provenance
+        repo = self.repo or self._repo_of(p.git_remote)
+        return {
+            **self.shared,
+            "r": r,
+            "row": row,
+            "ranks": ranks,
+            "source": run.source,
+            "author_url": safe_url(r.author.url) if r.author else None,
+            "pr_url": f"{repo}/pull/{p.pr}" if repo and p.pr else None,
+            "issue_url": f"{repo}/issues/{p.issue}" if repo and p.issue else None,
+            "exec_url": safe_url(p.execution_url),
+            "config_json": r.config.model_dump_json(indent=2),
+            "loss_svg": Markup(loss_svg) if loss_svg else None,
+        }
+
+    def render(self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]]) -> tuple[str, list[str]]:
+        """HTML of one run page and any warnings (metrics problems)."""
+        warnings: list[str] = []
+        loss_svg = None
+        if run.metrics:
+            loss_svg, warnings = loss_curve_svg(run.metrics, run.source)
+        ctx = self.context(run, row, ranks, loss_svg)
+        if self.frame is None:
+            return self.template.render(ctx), warnings
+        c = self.template.new_context(ctx)
+        head, mid, tail = self.frame
+        blocks = self.template.blocks
+        return "".join((head, *blocks["title"](c), mid, *blocks["main"](c), tail)), warnings
+
+
 def render_run_page(
     run: LoadedRun, row: Row, ranks: list[dict[str, Any]], common: dict[str, Any]
 ) -> tuple[str, list[str]]:
-    """HTML of one run page and any warnings (metrics problems)."""
-    r = run.results
-    warnings: list[str] = []
-    loss_svg = None
-    if run.metrics:
-        loss_svg, warnings = loss_curve_svg(run.metrics, run.source)
-    repo = repo_web_url(common.get("repo_url")) or repo_web_url(r.provenance.git_remote)
-    html = (
-        environment()
-        .get_template("run.html.j2")
-        .render(
-            **common,
-            root="../",
-            r=r,
-            row=row,
-            ranks=ranks,
-            source=run.source,
-            author_url=safe_url(r.author.url) if r.author else None,
-            pr_url=f"{repo}/pull/{r.provenance.pr}" if repo and r.provenance.pr else None,
-            issue_url=f"{repo}/issues/{r.provenance.issue}" if repo and r.provenance.issue else None,
-            exec_url=safe_url(r.provenance.execution_url),
-            config_json=r.config.model_dump_json(indent=2),
-            loss_svg=Markup(loss_svg) if loss_svg else None,
-        )
-    )
-    return html, warnings
+    """HTML of one run page and any warnings; builds render many through one :class:`RunPages`."""
+    return RunPages(common).render(run, row, ranks)
 
 
-__all__ = ["render_run_page", "script_json", "templates_dir"]
+__all__ = ["RunPages", "render_run_page", "script_json", "templates_dir"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.load import LoadedRun, load_one
-from leaderboard.pages import render_run_page
+from leaderboard.pages import RunPages
 from leaderboard.rows import Row, make_row
 
 INLINE_BELOW = 400
@@ -49,14 +49,26 @@ class _Slice:
         warnings: list[str] = []
         pages = out / "runs"
         pages.mkdir(parents=True, exist_ok=True)
+        renderer = RunPages(common)
         for index, rank in ranks.items():
             if index not in self.runs:
                 continue
             run, row = self.runs[index]
-            html, notes = render_run_page(run, row, rank, common)
+            html, notes = renderer.render(run, row, rank)
             warnings.extend(notes)
-            (pages / f"{row.slug}.html").write_text(html, encoding="utf-8")
+            write_new(pages / f"{row.slug}.html", html.encode("utf-8"))
         return warnings
+
+
+def write_new(path: Path, data: bytes) -> None:
+    """Write a file in a fresh build folder: three system calls, no buffered text layer (10,000 of them)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _serve(conn: Connection, work: _Slice, out: Path) -> None:
