@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, Protocol, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from leaderboard.tracks import FlopsAxis, Track, Tracks, as_tracks
@@ -41,26 +42,38 @@ def flops_of(run: Scored, x: FlopsAxis = "model_flops") -> float | None:
 
 
 def pareto_frontier(runs: Iterable[R], x: FlopsAxis = "model_flops") -> list[R]:
-    """The non-dominated runs, sorted by FLOPs ascending (then BPB, then run id). O(n log n).
+    """The non-dominated runs, sorted by FLOPs ascending (then BPB, then run id). O(n log n)."""
+    return frontier_of_ordered(pareto_order(runs, x), x)
 
-    After sorting by (FLOPs, BPB), a run is dominated exactly when the best BPB seen at FLOPs <= its own
-    (runs before it plus the first run of its equal-FLOPs group) is strictly lower than its BPB.
+
+def pareto_order(runs: Iterable[R], x: FlopsAxis = "model_flops") -> list[R]:
+    """The runs with a value on axis ``x``, sorted by (FLOPs, BPB, run id), ties in input order.
+
+    Any subsequence of this list is itself in this order, so the site sorts all runs once per axis and
+    takes each track's frontier from its members' subsequence (:func:`frontier_of_ordered`).
     """
-    pts = [(f, r.bpb, r.run_id, r) for r in runs if (f := flops_of(r, x)) is not None]
-    pts.sort(key=lambda p: (p[0], p[1], p[2]))
-    out: list[R] = []
-    best = float("inf")
-    i = 0
-    while i < len(pts):
-        j = i
-        group_min = pts[i][1]
-        while j < len(pts) and pts[j][0] == pts[i][0]:
-            j += 1
-        floor = min(best, group_min)
-        out.extend(p[3] for p in pts[i:j] if not floor < p[1])
-        best = floor
-        i = j
-    return out
+    # The input position breaks exact ties, so tuples sort natively and runs themselves are never compared.
+    pts = [(f, r.bpb, r.run_id, i, r) for i, r in enumerate(runs) if (f := flops_of(r, x)) is not None]
+    pts.sort()
+    return [p[4] for p in pts]
+
+
+def frontier_of_ordered(ordered: Sequence[R], x: FlopsAxis = "model_flops") -> list[R]:
+    """:func:`pareto_frontier` of runs already in :func:`pareto_order`. O(n).
+
+    A run is dominated exactly when the best BPB seen at FLOPs <= its own (runs before it plus the first
+    run of its equal-FLOPs group) is strictly lower than its BPB.
+    """
+    if not ordered:
+        return []
+    f = np.array([flops_of(r, x) for r in ordered], dtype=float)
+    bpb = np.array([r.bpb for r in ordered], dtype=float)
+    starts = np.concatenate(([True], f[1:] != f[:-1]))  # first run of each equal-FLOPs group
+    group = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    best_before = np.concatenate(([np.inf], np.minimum.accumulate(bpb)))[first]
+    floor = np.minimum(best_before, bpb[first])[group]
+    return [ordered[i] for i in np.flatnonzero(~(floor < bpb))]
 
 
 def is_dominated(run: Scored, others: Iterable[Scored], x: FlopsAxis = "model_flops") -> bool:
@@ -87,15 +100,24 @@ def scaling_group(path: str | None, track: Track) -> str | None:
     return head if sep and head else None
 
 
-def in_track(run: Scored, track: Track, tracks: Tracks, path: str | None = None) -> bool:
-    """Whether ``run`` belongs to ``track``. ``path`` is the run's folder, used only by scaling tracks."""
+def in_track(
+    run: Scored,
+    track: Track,
+    tracks: Tracks,
+    path: str | None = None,
+    band: tuple[float, float] | None = None,
+) -> bool:
+    """Whether ``run`` belongs to ``track``. ``path`` is the run's folder, used only by scaling tracks.
+
+    ``band`` is ``tracks.bpb_band(track)`` when the caller has it already (the site tests 10,000 runs).
+    """
     if track.kind == "all":
         return True
     if track.kind == "flops_budget":
         f = flops_of(run, track.flops_axis)
         return f is not None and track.max_flops is not None and f <= track.max_flops
     if track.kind == "bpb_threshold":
-        lower, upper = tracks.bpb_band(track)
+        lower, upper = band or tracks.bpb_band(track)
         return lower < run.bpb <= upper and flops_of(run, track.flops_axis) is not None
     return scaling_group(path, track) is not None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 from urllib.parse import urlparse
 
@@ -76,6 +76,10 @@ def _discover(src: str) -> tuple[list[tuple[str, str]], set[str]]:
         return [(f"{proto}://{p}", _rel(os.path.dirname(p), base)) for p in hits], metrics
     src = src.removeprefix("file://")
     if _is_glob(src):
+        walked = _walk_glob(src)
+        if walked is not None:
+            files = [(p, _folder(os.path.dirname(p))) for p, _ in walked]
+            return files, {f for (_, has), (_, f) in zip(walked, files, strict=True) if has}
         hits = sorted(glob.glob(src, recursive=True))
         files = [(p, _folder(os.path.dirname(p))) for p in hits if os.path.isfile(p)]
         metrics = {f for p, f in files if os.path.exists(os.path.join(os.path.dirname(p), METRICS_NAME))}
@@ -95,6 +99,52 @@ def _discover(src: str) -> tuple[list[tuple[str, str]], set[str]]:
                 metrics.add(folder)
     files.sort()
     return files, metrics
+
+
+def _walk_glob(pattern: str) -> list[tuple[str, bool]] | None:
+    """``glob.glob(pattern, recursive=True)`` for the usual ``base/**/name`` pattern, in one directory scan.
+
+    Returns sorted [(path, has metrics.jsonl beside it)] for the files among the hits, or None when the
+    pattern has another shape (the caller then uses :mod:`glob`). Same answers as glob plus the caller's
+    ``isfile``/``exists`` checks: hidden folders are not entered, symlinked folders are, paths are spelled
+    as glob spells them. Glob stats every folder for ``name`` and the caller stats every hit twice more;
+    here the listing each folder is read for anyway says all of it (30,000 fewer system calls for 10,000
+    runs).
+    """
+    parts = pattern.split("/")
+    if len(parts) < 2 or parts[-2] != "**" or _is_glob(parts[-1]) or not parts[-1]:
+        return None
+    head = parts[:-2]
+    if head == [""] or any(_is_glob(p) for p in head) or any(not p for p in head[1:]):
+        return None
+    name = parts[-1]
+    out: list[tuple[str, bool]] = []
+    stack = ["/".join(head)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder or os.curdir))
+        except OSError:
+            continue
+        found = has_metrics = False
+        for e in entries:
+            if e.name == name:
+                found = _is(e.is_file)
+            elif e.name == METRICS_NAME:
+                has_metrics = not e.is_symlink() or os.path.exists(e.path)
+            if e.name[0] != "." and _is(e.is_dir):
+                stack.append(os.path.join(folder, e.name) if folder else e.name)
+        if found:
+            out.append((os.path.join(folder, name), has_metrics))
+    out.sort()
+    return out
+
+
+def _is(check: Callable[[], bool]) -> bool:
+    try:
+        return check()
+    except OSError:
+        return False
 
 
 def _glob_base(pattern: str) -> str:

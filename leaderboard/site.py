@@ -19,14 +19,17 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from itertools import compress
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from leaderboard import workers
-from leaderboard.frontier import in_track, pareto_frontier, rank_key
+from leaderboard.frontier import frontier_of_ordered, in_track, pareto_order, rank_key
 from leaderboard.load import discover, duplicate_warning
 from leaderboard.pages import environment, script_json, templates_dir
 from leaderboard.rows import Row
@@ -95,11 +98,19 @@ def _dedupe(rows: list[Row], sources: dict[int, str], warnings: list[str]) -> li
 
 
 def _rank_tracks(rows: list[Row], tracks: Tracks) -> dict[str, list[Row]]:
+    # rank_key depends only on the track's kind (threshold or not) and axis, and run ids are unique here,
+    # so all runs are sorted once per such pair and each track keeps its members in that order.
+    orders: dict[tuple[bool, str], list[Row]] = {}
     out = {}
     for t in tracks:
-        members = [r for r in rows if in_track(r, t, tracks, r.folder)]
-        members.sort(key=lambda r: rank_key(r, t))
-        out[t.id] = members
+        key = (t.kind == "bpb_threshold", t.flops_axis)
+        if key not in orders:
+            orders[key] = sorted(rows, key=lambda r, t=t: rank_key(r, t))
+        band = tracks.bpb_band(t) if t.kind == "bpb_threshold" else None
+        if t.kind == "all":
+            out[t.id] = list(orders[key])
+        else:
+            out[t.id] = [r for r in orders[key] if in_track(r, t, tracks, r.folder, band)]
     return out
 
 
@@ -196,11 +207,29 @@ def _table(rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], fronti
     }
 
 
-def _frontiers(ranked: dict[str, list[Row]]) -> dict[str, dict[str, list[Row]]]:
-    return {
-        tid: {ax: pareto_frontier(members, ax) for ax in ("model_flops", "hardware_flops")}
-        for tid, members in ranked.items()
-    }
+def _frontiers(rows: list[Row], ranked: dict[str, list[Row]]) -> dict[str, dict[str, list[Row]]]:
+    """Each track's frontier on both axes: one sort of all runs per axis, one scan per track."""
+    out: dict[str, dict[str, list[Row]]] = {tid: {} for tid in ranked}
+    size = max((r.index for r in rows), default=0) + 1
+    masks = {}
+    for tid, members in ranked.items():
+        masks[tid] = mask = bytearray(size)
+        for r in members:
+            mask[r.index] = 1
+    for ax in ("model_flops", "hardware_flops"):
+        order = pareto_order(rows, ax)  # type: ignore[arg-type]
+        pick = _picker([r.index for r in order])
+        for tid, mask in masks.items():
+            members_in_order = list(compress(order, pick(mask)))
+            out[tid][ax] = frontier_of_ordered(members_in_order, ax)  # type: ignore[arg-type]
+    return out
+
+
+def _picker(positions: list[int]) -> Callable[[bytearray], Iterable[int]]:
+    """mask -> the mask's values at ``positions`` (in C for the usual many positions)."""
+    if len(positions) < 2:
+        return lambda mask: [mask[i] for i in positions]
+    return itemgetter(*positions)
 
 
 def _frontier_json(track: Track, fr: dict[str, list[Row]]) -> str:
@@ -305,7 +334,7 @@ def _build_into(
                 ranks[r.index].append({"name": t.name, "rank": i, "of": len(ranked[t.id])})
         common = _common(opts, len(rows), len(warnings))
         warnings.extend(pool.render({r.index: ranks.get(r.index, []) for r in rows}, common))
-    frontiers = _frontiers(ranked)
+    frontiers = _frontiers(rows, ranked)
     table = _table(rows, tracks, ranked, frontiers)
     table_bytes = _write(tmp / "data" / "table.json", script_json(table))
     index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
