@@ -226,8 +226,8 @@ class Step:
         return f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', repr(self.fn))}"
 
     def estimate(self) -> tuple[float | None, int | None]:
-        """Model FLOPs and tokens when the config holds a RunConfig (train steps); else (None, None)."""
-        run = find_run_config(self.config)
+        """Model FLOPs and tokens of a train step (kind 'train' whose config holds a RunConfig)."""
+        run = find_run_config(self.config) if self.kind == "train" else None
         if run is None:
             return None, None
         from runner.flops import estimate
