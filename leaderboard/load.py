@@ -130,7 +130,7 @@ def _walk_glob(pattern: str) -> list[tuple[str, bool]] | None:
         for e in entries:
             if e.name == name:
                 found = _is(e.is_file)
-            elif e.name == METRICS_NAME:
+            if e.name == METRICS_NAME:
                 has_metrics = not e.is_symlink() or os.path.exists(e.path)
             if e.name[0] != "." and _is(e.is_dir):
                 stack.append(os.path.join(folder, e.name) if folder else e.name)

@@ -78,8 +78,12 @@ def environment() -> Environment:
 
 def script_json(obj: Any) -> str:
     """JSON safe to inline in a <script> element: no '<', '>' or '&' can close it or open a comment."""
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return markup_safe(json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+
+
+def markup_safe(json_text: str) -> str:
+    """The same JSON value with '<', '>' and '&' as \\u escapes: no user text reads as markup anywhere."""
+    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def loss_curve_svg(url: str, source: str) -> tuple[str | None, list[str]]:
@@ -179,7 +183,9 @@ class RunPages:
             self._remotes[remote] = repo_web_url(remote)
         return self._remotes[remote]
 
-    def context(self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], loss_svg: str | None) -> dict:
+    def context(
+        self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], loss_svg: str | None, config_json: str
+    ) -> dict:
         r = run.results
         p = r.provenance
         repo = self.repo or self._repo_of(p.git_remote)
@@ -193,17 +199,21 @@ class RunPages:
             "pr_url": f"{repo}/pull/{p.pr}" if repo and p.pr else None,
             "issue_url": f"{repo}/issues/{p.issue}" if repo and p.issue else None,
             "exec_url": safe_url(p.execution_url),
-            "config_json": r.config.model_dump_json(indent=2),
+            "config_json": config_json,
             "loss_svg": Markup(loss_svg) if loss_svg else None,
         }
 
-    def render(self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]]) -> tuple[str, list[str]]:
-        """HTML of one run page and any warnings (metrics problems)."""
+    def render(
+        self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], config_json: str | None = None
+    ) -> tuple[str, list[str]]:
+        """HTML of one run page and any warnings (metrics problems). ``config_json``: if already made."""
         warnings: list[str] = []
         loss_svg = None
         if run.metrics:
             loss_svg, warnings = loss_curve_svg(run.metrics, run.source)
-        ctx = self.context(run, row, ranks, loss_svg)
+        if config_json is None:
+            config_json = run.results.config.model_dump_json(indent=2)
+        ctx = self.context(run, row, ranks, loss_svg, config_json)
         if self.frame is None:
             return self.template.render(ctx), warnings
         c = self.template.new_context(ctx)
@@ -219,4 +229,4 @@ def render_run_page(
     return RunPages(common).render(run, row, ranks)
 
 
-__all__ = ["RunPages", "render_run_page", "script_json", "templates_dir"]
+__all__ = ["RunPages", "markup_safe", "render_run_page", "script_json", "templates_dir"]

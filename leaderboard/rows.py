@@ -2,7 +2,7 @@
 
 A :class:`Row` is derived from a validated :class:`runner.schema.Results` (never from raw JSON), so the
 schema stays the one field list; it exists because the build runs in worker processes and only this small,
-picklable summary (plus the schema's own JSON for ``runs.json``) travels back to the parent.
+picklable summary travels back to the parent (workers write the schema's own JSON for ``runs.json``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ class Row:
     verification: str
     folder: str
     description: str
-    json: str
 
 
 def slugify(run_id: str) -> str:
@@ -94,5 +93,4 @@ def make_row(index: int, run: LoadedRun, repo_url: str | None, folder_in_repo: b
         verification=run.verification,
         folder=run.folder,
         description=r.description,
-        json=r.model_dump_json(),
     )

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from leaderboard import workers
 from leaderboard.frontier import frontier_of_ordered, in_track, pareto_order, rank_key
 from leaderboard.load import discover, duplicate_warning
-from leaderboard.pages import environment, script_json, templates_dir
+from leaderboard.pages import environment, markup_safe, script_json, templates_dir
 from leaderboard.rows import Row
 from leaderboard.scaling import fit_power_law
 from leaderboard.tracks import Track, Tracks
@@ -247,12 +247,7 @@ def _frontier_json(track: Track, fr: dict[str, list[Row]]) -> str:
         }
 
     body = {"track": track.model_dump(mode="json"), **{ax: [item(r) for r in rs] for ax, rs in fr.items()}}
-    return _markup_safe(json.dumps(body, indent=1, allow_nan=False) + "\n")
-
-
-def _markup_safe(json_text: str) -> str:
-    """The same JSON value with '<', '>' and '&' as \\u escapes: no user text reads as markup anywhere."""
-    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return markup_safe(json.dumps(body, indent=1, allow_nan=False) + "\n")
 
 
 def _write(path: Path, text: str) -> int:
@@ -260,6 +255,15 @@ def _write(path: Path, text: str) -> int:
     data = text.encode("utf-8")
     path.write_bytes(data)
     return len(data)
+
+
+def _write_runs_json(path: Path, parts: list[bytes]) -> None:
+    """``[`` + every accepted run's schema JSON (workers' shares, in file order) joined by ``,\\n`` + ``]``."""
+    chunks = [b"["]
+    for part in (p for p in parts if p):
+        chunks += [b",\n", part] if len(chunks) > 1 else [part]
+    chunks.append(b"]\n")
+    path.write_bytes(b"".join(chunks))
 
 
 def _swap_into_place(tmp: Path, out: Path) -> None:
@@ -333,17 +337,20 @@ def _build_into(
             for i, r in enumerate(ranked[t.id], start=1):
                 ranks[r.index].append({"name": t.name, "rank": i, "of": len(ranked[t.id])})
         common = _common(opts, len(rows), len(warnings))
-        warnings.extend(pool.render({r.index: ranks.get(r.index, []) for r in rows}, common))
-    frontiers = _frontiers(rows, ranked)
-    table = _table(rows, tracks, ranked, frontiers)
-    table_bytes = _write(tmp / "data" / "table.json", script_json(table))
-    index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
-    _write(tmp / "runs.json", _markup_safe("[" + ",\n".join(r.json for r in rows) + "]\n"))
-    for t in tracks:
-        _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
-    _write(tmp / "feed.xml", _feed(rows, frontiers, common))
-    for name in ("style.css", "app.js"):
-        shutil.copyfile(templates_dir() / name, tmp / name)
+        pool.start_render({r.index: ranks.get(r.index, []) for r in rows}, common)
+        # Everything below needs only the rows: it runs while the workers write the run pages.
+        frontiers = _frontiers(rows, ranked)
+        table = _table(rows, tracks, ranked, frontiers)
+        table_bytes = _write(tmp / "data" / "table.json", script_json(table))
+        index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
+        for t in tracks:
+            _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
+        _write(tmp / "feed.xml", _feed(rows, frontiers, common))
+        for name in ("style.css", "app.js"):
+            shutil.copyfile(templates_dir() / name, tmp / name)
+        render_warnings, parts = pool.finish_render()
+    warnings.extend(render_warnings)
+    _write_runs_json(tmp / "runs.json", parts)
     return BuildReport(
         out=str(tmp),
         files=len(found),

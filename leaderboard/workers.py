@@ -1,10 +1,13 @@
 """Spread parsing and run-page rendering over forked worker processes.
 
-Validation through the schema and page rendering cost ~0.2 ms per run each, so 10,000 runs need both
+Validation through the schema and page rendering cost ~0.1 ms per run each, so 10,000 runs need both
 cores. Each worker owns a contiguous slice of the sorted file list and keeps its parsed
 :class:`~leaderboard.load.LoadedRun` objects in memory between the two phases; only compact
 :class:`~leaderboard.rows.Row` summaries go to the parent, which decides duplicates and ranks, then asks
-each worker to render its own accepted runs. Small builds (or ``workers=1``) run inline, same code.
+each worker to render its own accepted runs. Rendering is started and finished separately so the parent
+computes frontiers, fits, the table and the index while the workers render; each worker answers with its
+share of ``runs.json`` (the schema's serialization of its accepted runs, in file order), which the
+parent writes as is. Small builds (or ``workers=1``) run inline, same code.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.load import LoadedRun, load_one
-from leaderboard.pages import RunPages
+from leaderboard.pages import RunPages, markup_safe
 from leaderboard.rows import Row, make_row
 
 INLINE_BELOW = 400
 Item = tuple[int, str, str, bool]
+Ranks = dict[int, list[dict[str, Any]]]
 
 
 class _Slice:
@@ -33,6 +37,10 @@ class _Slice:
         self.repo_url = repo_url
         self.in_repo = in_repo
         self.runs: dict[int, tuple[LoadedRun, Row]] = {}
+        self.serialized: dict[int, tuple[str, str]] = {}
+
+    def owns(self, index: int) -> bool:
+        return bool(self.items) and self.items[0][0] <= index <= self.items[-1][0]
 
     def parse(self) -> tuple[list[Row], list[str]]:
         rows, warnings = [], []
@@ -45,19 +53,31 @@ class _Slice:
                 rows.append(row)
         return rows, warnings
 
-    def render(self, out: Path, ranks: dict[int, list[dict[str, Any]]], common: dict[str, Any]) -> list[str]:
+    def prepare(self) -> None:
+        """Serialize each run for runs.json and its page's config block: rank-independent work that a
+        worker does while the parent ranks (its cores would otherwise idle)."""
+        for index, (run, _) in self.runs.items():
+            r = run.results
+            self.serialized[index] = (r.model_dump_json(), r.config.model_dump_json(indent=2))
+
+    def render(self, out: Path, ranks: Ranks, common: dict[str, Any]) -> tuple[list[str], bytes]:
+        """Write the pages of the accepted runs in ``ranks``; (warnings, their runs.json items)."""
         warnings: list[str] = []
         pages = out / "runs"
         pages.mkdir(parents=True, exist_ok=True)
         renderer = RunPages(common)
+        items = []
         for index, rank in ranks.items():
             if index not in self.runs:
                 continue
             run, row = self.runs[index]
-            html, notes = renderer.render(run, row, rank)
+            results_json, config_json = self.serialized[index]
+            html, notes = renderer.render(run, row, rank, config_json)
             warnings.extend(notes)
             write_new(pages / f"{row.slug}.html", html.encode("utf-8"))
-        return warnings
+            items.append((index, results_json))
+        items.sort()
+        return warnings, markup_safe(",\n".join(text for _, text in items)).encode("utf-8")
 
 
 def write_new(path: Path, data: bytes) -> None:
@@ -76,6 +96,7 @@ def _serve(conn: Connection, work: _Slice, out: Path) -> None:
     gc.freeze()
     try:
         conn.send(work.parse())
+        work.prepare()
         ranks, common = conn.recv()
         conn.send(work.render(out, ranks, common))
     except BaseException as err:  # report, never hang the parent
@@ -106,6 +127,7 @@ class Pool:
         ]
         self.procs: list[tuple[Any, Connection]] = []
         self.inline = n == 1
+        self._pending: tuple[Ranks, dict[str, Any]] | None = None
 
     def __enter__(self) -> Pool:
         if not self.inline:
@@ -134,20 +156,31 @@ class Pool:
     def parse(self) -> tuple[list[Row], list[str]]:
         rows: list[Row] = []
         warnings: list[str] = []
-        results = [s.parse() for s in self.slices] if self.inline else [self._recv(c) for _, c in self.procs]
+        if self.inline:
+            results = [s.parse() for s in self.slices]
+            for s in self.slices:
+                s.prepare()
+        else:
+            results = [self._recv(c) for _, c in self.procs]
         for r, w in results:
             rows.extend(r)
             warnings.extend(w)
         return rows, warnings
 
-    def render(self, ranks: dict[int, list[dict[str, Any]]], common: dict[str, Any]) -> list[str]:
-        warnings: list[str] = []
+    def start_render(self, ranks: Ranks, common: dict[str, Any]) -> None:
+        """Have the workers render (each gets only its own runs); inline, the work waits for finish."""
         if self.inline:
-            for s in self.slices:
-                warnings.extend(s.render(self.out, ranks, common))
-            return warnings
-        for _, conn in self.procs:
-            conn.send((ranks, common))
-        for _, conn in self.procs:
-            warnings.extend(self._recv(conn))
-        return warnings
+            self._pending = (ranks, common)
+            return
+        for s, (_, conn) in zip(self.slices, self.procs, strict=True):
+            conn.send(({i: rk for i, rk in ranks.items() if s.owns(i)}, common))
+
+    def finish_render(self) -> tuple[list[str], list[bytes]]:
+        """(warnings, each slice's runs.json items in file order) once every page is written."""
+        if self.inline:
+            assert self._pending is not None
+            results = [s.render(self.out, *self._pending) for s in self.slices]
+        else:
+            results = [self._recv(conn) for _, conn in self.procs]
+        warnings = [w for ws, _ in results for w in ws]
+        return warnings, [part for _, part in results]

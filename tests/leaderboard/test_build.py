@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import write
-from factory import make_results
+from factory import make_results, signed
 
 from leaderboard.site import BuildOptions, build_site
 from leaderboard.tracks import DEFAULT_TRACKS
@@ -130,17 +130,30 @@ def test_store_url_source(tmp_path: Path) -> None:
     assert table_code(table, "run-0-00000").endswith('/tree/0123456789abcdef0123456789abcdef01234567"')
 
 
-def test_parallel_build_matches_inline(tmp_path: Path) -> None:
+def test_parallel_build_matches_inline(tmp_path: Path, keypair) -> None:
+    import re
+
+    priv, pub = keypair
     root = tmp_path / "many"
     for i in range(450):
-        write(root, f"r{i}", make_results(i))
+        write(root, f"r{i}", signed(make_results(i, attested=True), priv) if i % 5 == 0 else make_results(i))
     write(root, "dup", make_results(7))
-    a = build_site(BuildOptions(sources=[str(root)], out=tmp_path / "a", tracks=DEFAULT_TRACKS, workers=2))
-    b = build_site(BuildOptions(sources=[str(root)], out=tmp_path / "b", tracks=DEFAULT_TRACKS, workers=1))
-    assert a.runs == b.runs == 450 and len(a.warnings) == len(b.warnings) == 1
-    for name in ("data/table.json", "runs.json", "tracks/all/frontier.json"):
-        assert (tmp_path / "a" / name).read_text() == (tmp_path / "b" / name).read_text()
+    (root / "r300" / "metrics.jsonl").write_text('{"step": 1, "train/loss": 3}\n{"step": 2, "train/loss": 2}\nbad\n')
+    opts = {"sources": [str(root)], "tracks": DEFAULT_TRACKS, "public_pem": pub}
+    a = build_site(BuildOptions(out=tmp_path / "a", workers=2, **opts))
+    b = build_site(BuildOptions(out=tmp_path / "b", workers=1, **opts))
+    assert a.runs == b.runs == 450 and a.warnings == b.warnings and len(a.warnings) == 2
     assert len(list((tmp_path / "a" / "runs").iterdir())) == 450
+    built = re.compile(r"Built \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())
+    for f in files:
+        x, y = ((tmp_path / d / f).read_text() for d in ("a", "b"))
+        if f.name == "feed.xml":
+            x, y = (re.sub(r"<updated>[^<]*</updated>", "", t, count=1) for t in (x, y))
+        assert built.sub("", x) == built.sub("", y), f
+    runs = json.loads((tmp_path / "a" / "runs.json").read_text())
+    assert [r["run_id"] for r in runs][:2] == ["run-0-00007", "run-0-00000"]  # file order: dup/ sorts first
 
 
 def test_cli_build_and_errors(tmp_path: Path, example_tree: Path, keypair, monkeypatch: pytest.MonkeyPatch) -> None:
