@@ -32,6 +32,7 @@ from fsspec.core import url_to_fs
 from runner import store
 from runner.config import RunConfig
 from runner.errors import CheckpointError
+from runner.parallel import is_primary, to_host
 
 FORMAT_VERSION = 1
 _NAME = re.compile(r"^step_(\d{8})\.npz$")
@@ -74,7 +75,8 @@ def config_diff(saved: dict, current: dict) -> list[str]:
 
 def _leaves(state: Any) -> tuple[list[str], list[np.ndarray]]:
     flat, _ = jax.tree_util.tree_flatten_with_path(state)
-    return [jax.tree_util.keystr(p) for p, _ in flat], [np.asarray(jax.device_get(x)) for _, x in flat]
+    arrays = [to_host(x) if isinstance(x, jax.Array) else np.asarray(x) for _, x in flat]
+    return [jax.tree_util.keystr(p) for p, _ in flat], arrays
 
 
 def _digest(arrays: list[np.ndarray]) -> str:
@@ -101,7 +103,12 @@ class Checkpointer:
         return store.join(self.dir, f"step_{step:08d}.npz")
 
     def save(self, state: Any, step: int, cfg: RunConfig, training_seconds: float) -> str:
+        """Write ``state`` as checkpoint ``step``. Call on every process (gathering shards is collective);
+        only process 0 writes."""
         names, arrays = _leaves(state)
+        target = self.path(step)
+        if not is_primary():
+            return target
         meta = {
             "format": FORMAT_VERSION,
             "step": step,
@@ -114,7 +121,6 @@ class Checkpointer:
         entries = {f"leaf_{i:05d}": a for i, a in enumerate(arrays)}
         entries["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         np.savez(buf, **entries)  # type: ignore[arg-type]
-        target = self.path(step)
         try:
             store.atomic_write_bytes(target, buf.getvalue())
         except OSError as err:

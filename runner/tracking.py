@@ -72,10 +72,14 @@ class Tracker:
         if start_step > 0:
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 try:
-                    if json.loads(line).get("step", 0) <= start_step:
-                        keep.append(line)
+                    rec = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line torn by a kill
+                step = rec.get("step", 0)
+                # The final eval is always re-run (and re-logged) when resuming at the last step.
+                final_eval = step == self.cfg.train.steps and any(k.startswith("eval/") for k in rec)
+                if step <= start_step and not final_eval:
+                    keep.append(line)
         self.path.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
 
     def _init_wandb(self, out: Path) -> None:

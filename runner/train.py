@@ -13,7 +13,10 @@ where the device's peak is unknown (CPU). Re-running a finished ``out`` only re-
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -23,7 +26,7 @@ from runner import runinfo, store
 from runner.checkpoint import Checkpointer
 from runner.config import RunConfig, fingerprint
 from runner.data import Batches, TokenData, load_split, load_tokenizer
-from runner.errors import ConfigError
+from runner.errors import ConfigError, OpenlabError
 from runner.eval import evaluate, load_eval_sets
 from runner.flops import FLOPS_FORMULA, lm_flops_per_token, param_count, peak_flops_per_chip
 from runner.optim import make_optimizer
@@ -32,7 +35,39 @@ from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps
 from runner.tracking import Tracker
 from runner.trainstep import abstract_state, build_train_step, init_state, place_state, put_train_batch
 
-__all__ = ["train"]
+__all__ = ["Interrupted", "train"]
+
+
+class Interrupted(OpenlabError):
+    """SIGTERM/SIGINT arrived: the run checkpointed the step it was on and stopped (rerun to resume)."""
+
+
+class _StopFlag:
+    """Preemption (SIGTERM, e.g. from Ray's stop_job or a TPU maintenance event) or Ctrl-C: finish the current
+    step, checkpoint it, stop. Installed only in the main thread, where Python delivers signals."""
+
+    requested = False
+
+    def install(self) -> Callable[[], None]:
+        self.requested = False
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def handler(signum: int, frame: object) -> None:
+            self.requested = True
+
+        for sig in previous:
+            signal.signal(sig, handler)
+
+        def restore() -> None:
+            for sig, h in previous.items():
+                signal.signal(sig, h)
+
+        return restore
+
+
+_STOP = _StopFlag()
 
 
 def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool | None = None) -> Results:
@@ -65,6 +100,7 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
 
     run_id = runinfo.resolve_run_id(out_dir, cfg, run_id)
     tracker = Tracker(out_dir, cfg, run_id, start_step=start, progress=progress, enabled=is_primary())
+    restore_signal = _STOP.install()
     try:
         state, train_seconds = _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr,
                                      ckpt, tracker, start, train_seconds)
@@ -73,6 +109,7 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
         results = _results(cfg, run_id, evals, train_seconds, train_data, eval_sets, tracker, started_at)
         tracker.summary({"bpb": results.bpb, "model_flops": results.model_flops, "mfu": results.mfu})
     finally:
+        restore_signal()
         tracker.close()
     if is_primary():
         store.atomic_write_text(str(out_dir / "results.json"), dumps_results(results))
@@ -93,9 +130,10 @@ def _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr, 
     for step in range(start, t.steps):
         state, metrics = step_fn(state, put_train_batch(batches.batch(step), cfg, mesh))
         done, seg_steps = step + 1, seg_steps + 1
-        do_ckpt = done % ckpt_every == 0 or done == t.steps
+        stop = _STOP.requested
+        do_ckpt = done % ckpt_every == 0 or done == t.steps or stop
         do_eval = t.eval_every is not None and done % t.eval_every == 0 and done != t.steps
-        if not (done % t.log_every == 0 or do_ckpt or do_eval or done == t.steps):
+        if not (done % t.log_every == 0 or do_ckpt or do_eval):
             continue
         m = {k: float(v) for k, v in jax.device_get(metrics).items()}
         elapsed = time.perf_counter() - seg_start
@@ -108,8 +146,10 @@ def _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr, 
         if do_eval:
             evals = _eval_all(cfg, state["params"], eval_sets, token_bytes, mesh)
             tracker.log(done, {f"eval/{k}/{n}": getattr(v, n) for k, v in evals.items() for n in ("bpb", "loss")})
-        if do_ckpt and is_primary():
+        if do_ckpt:
             ckpt.save(state, done, cfg, train_seconds)
+        if stop:
+            raise Interrupted(f"stopped by signal at step {done}; checkpoint saved, run the same command to resume")
         seg_start, seg_steps = time.perf_counter(), 0
     return state, train_seconds
 
