@@ -10,6 +10,10 @@ A writer puts its arrays under a fresh ``<write-id>`` and only then publishes th
 crashed or concurrent writer never leaves a half-written cache that looks complete (same on GCS, where the
 manifest upload is a single atomic object write). The manifest records document, token and byte counts, the
 source fingerprint and the sha256 of the text read.
+
+Scale: a split is tokenized in memory and read back whole into host memory (fine up to a few hundred million
+tokens per host); larger corpora want sharded, appending writes and windowed reads, which this layout allows
+(offsets locate any document) but this version does not do.
 """
 
 from __future__ import annotations

@@ -130,3 +130,17 @@ def test_hf_tokenizer_token_bytes_are_exact(tmp_path: Path) -> None:
     assert int(tb[ids].sum()) == len(text.encode("utf-8"))
     with pytest.raises(DataError, match="no such tokenizer file"):
         load_tokenizer(str(tmp_path / "missing.json"))
+
+
+def test_hf_dataset_streams_and_fails_clearly(tmp_path: Path) -> None:
+    """The Hugging Face path (datasets streaming) on a local dataset folder; the Hub is offline in tests."""
+    from runner.config import HFSource
+
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "train.jsonl").write_text("".join(json.dumps({"text": f"doc {i} " * 30}) + "\n" for i in range(30)))
+    src = DataSource(hf=HFSource(name=str(tmp_path / "ds"), revision="v0", max_documents=25))
+    data = load_split(DataConfig(source=src), "all")
+    assert data.manifest.documents == 25 and data.manifest.source == f"hf:{tmp_path / 'ds'}@v0"
+    missing = DataSource(hf=HFSource(name="allenai/c4", revision="1588ec4"))
+    with pytest.raises(DataError, match="cannot stream allenai/c4@1588ec4"):
+        load_split(DataConfig(source=missing), "train")
