@@ -31,8 +31,23 @@ def serve(host: str, port: int, token_env: str | None) -> None:
         token = os.environ.get(token_env)
         if not token:
             raise ConfigError(f"--token-env {token_env}: variable is empty")
-    app = create_app(Bot(settings, token=token), start_worker=settings.worker)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    from bot.dispatch import attach_to_bot
+    from bot.reconcile import start_reconcile_thread
+
+    bot = Bot(settings, token=token)
+    start_reconcile_thread(attach_to_bot(bot))  # follows Ray jobs, reports results (issue 5)
+    app = create_app(bot, start_worker=settings.worker == "thread")
+    worker = None
+    if settings.worker == "process":
+        from bot import worker_process
+
+        worker = worker_process.start(settings, token)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.join(10)
 
 
 @click.command()
@@ -59,6 +74,9 @@ def event(name: str, payload: str) -> None:
         overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
     settings = load_settings(**overrides)
     bot = Bot(settings, token=token, planner_factory=lambda gh: None)
+    from bot.dispatch import attach_to_bot
+
+    attach_to_bot(bot)  # DispatchRun/CancelRun go to Ray (issue 5)
     if name == "plan_report":
         from bot.actions_mode import plan_report
 
@@ -99,4 +117,7 @@ def sandbox(host: str, port: int) -> None:
 
 
 def commands() -> list[click.Command]:
-    return [serve, event, sandbox]
+    from bot.keys_cli import keygen
+    from bot.reconcile_cli import reconcile_cmd
+
+    return [serve, event, sandbox, reconcile_cmd, keygen]

@@ -159,6 +159,18 @@ class BadPayload(ValueError):
     """The payload of a handled event does not have the shape GitHub documents."""
 
 
+def handles(name: str, action: object) -> bool:
+    """Whether (event, action) is one the bot acts on; a cheap check for the ingress path."""
+    model = _MODELS.get(name)
+    if model is None:
+        return False
+    field = model.model_fields.get("action")
+    choices = getattr(field.annotation, "__args__", None) if field is not None else None
+    if not choices or not isinstance(choices[0], str):
+        return True
+    return action in choices
+
+
 def parse_event(name: str, payload: object) -> Event | Ignored:
     model = _MODELS.get(name)
     if model is None:

@@ -29,9 +29,18 @@ class BotSettings(BaseSettings):
     bot_login: str = "openlab[bot]"
     max_body_bytes: int = 5 * 1024 * 1024
     write_interval_s: float = 1.0
-    worker: bool = True
+    worker: str = Field("process", description="process (default) | thread | off: where the queue worker runs.")
     plan_timeout_s: float = 120.0
     plan_memory_mb: int = 4096
+
+    @field_validator("worker", mode="before")
+    @classmethod
+    def _worker(cls, v: object) -> object:
+        aliases = {"true": "process", "1": "process", "false": "off", "0": "off", "none": "off"}
+        v = aliases.get(str(v).strip().lower(), str(v).strip().lower())
+        if v not in ("process", "thread", "off"):
+            raise ValueError("must be process, thread or off")
+        return v
 
     @field_validator("webhook_secrets", mode="before")
     @classmethod

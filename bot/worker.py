@@ -89,7 +89,6 @@ class Worker:
     def _process(self, d: Delivery) -> str:
         payload = json.loads(d.payload)
         installation = (payload.get("installation") or {}).get("id") if isinstance(payload, dict) else None
-        env, executor = self.env_for(installation)
         actions = d.actions
         if actions is None:
             try:
@@ -100,11 +99,16 @@ class Worker:
             if isinstance(event, Ignored):
                 self.ledger.finish(d.guid, "ignored", event.reason)
                 return "ignored"
+            env, executor = self.env_for(installation)
             computed = handle(event, env)
+            if not computed:  # most events (plain comments) need nothing: one write, not two
+                self.ledger.finish(d.guid, "done")
+                return "done"
             actions = [a.model_dump() for a in computed]
             self.ledger.set_actions(d.guid, actions)
             done = 0
         else:
+            env, executor = self.env_for(installation)
             done = d.actions_done
         parsed = ACTIONS.validate_python(actions)
         errors = []
