@@ -104,3 +104,14 @@ def test_settings_refuse_weak_or_missing_secrets() -> None:
     with pytest.raises(ConfigError, match="default or short"):
         BotSettings(webhook_secrets=["development"]).require_secrets()
     assert BotSettings(webhook_secrets="aaaaaaaa1, bbbbbbbb2").require_secrets() == [b"aaaaaaaa1", b"bbbbbbbb2"]
+
+
+def test_app_manifest_is_minimal() -> None:
+    import yaml
+
+    from tests.bot.helpers import ROOT
+
+    manifest = yaml.safe_load((ROOT / "app.yml").read_text())
+    assert set(manifest["default_events"]) == {"issues", "issue_comment", "pull_request"}
+    assert manifest["default_permissions"] == {"metadata": "read", "issues": "write", "pull_requests": "write",
+                                               "checks": "write", "contents": "write"}
