@@ -14,13 +14,19 @@ where the device's peak is unknown (CPU). Re-running a finished ``out`` only re-
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
+import optax
+from jax.sharding import Mesh
 
 from runner import runinfo, store
 from runner.checkpoint import Checkpointer
@@ -33,7 +39,7 @@ from runner.optim import make_optimizer
 from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed
 from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps_results
 from runner.tracking import Tracker
-from runner.trainstep import abstract_state, build_train_step, init_state, place_state, put_train_batch
+from runner.trainstep import State, abstract_state, build_train_step, init_state, place_state, put_train_batch
 
 __all__ = ["Interrupted", "train"]
 
@@ -70,72 +76,94 @@ class _StopFlag:
 _STOP = _StopFlag()
 
 
+@dataclass
+class _Run:
+    """Everything the loop and the final report need, prepared once by :func:`train`."""
+
+    cfg: RunConfig
+    out: Path
+    mesh: Mesh
+    tx: optax.GradientTransformation
+    lr: optax.Schedule
+    shardings: Any
+    batches: Batches
+    train_data: TokenData
+    eval_sets: dict[str, TokenData]
+    token_bytes: np.ndarray
+    ckpt: Checkpointer
+
+
 def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool | None = None) -> Results:
     """Train ``cfg``, writing results.json, metrics.jsonl and checkpoints under ``out``; resume if it has one."""
     started_at = runinfo.now()
     maybe_initialize_distributed()
-    out_dir = Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    tok = load_tokenizer(cfg.data.tokenizer)
-    if cfg.model.vocab_size < tok.vocab_size:
-        raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} is smaller than the tokenizer's {tok.vocab_size} tokens")
-    train_data = load_split(cfg.data, "train", tokenizer=tok)
-    batches = Batches(train_data, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
-    eval_sets = load_eval_sets(cfg, tok)
-    token_bytes = np.zeros(cfg.model.vocab_size, dtype=np.int64)
-    token_bytes[: tok.vocab_size] = tok.token_bytes()
-
-    mesh = make_mesh()
-    check_batch(mesh, cfg.train.batch_size, cfg.train.grad_accum)
-    tx, lr = make_optimizer(cfg.optimizer, cfg.schedule, cfg.train.steps)
-    abstract, shardings = abstract_state(cfg, tx, mesh)
-    ckpt = Checkpointer(store.join(str(out_dir), "checkpoints"), cfg.train.keep_checkpoints)
-    restored = ckpt.restore_latest(abstract, cfg)
+    run = _prepare(cfg, Path(out))
+    abstract, _ = abstract_state(cfg, run.tx, run.mesh)
+    restored = run.ckpt.restore_latest(abstract, cfg)
     if restored is None:
-        state, start, train_seconds = init_state(cfg, tx, shardings), 0, 0.0
+        state, start, train_seconds = init_state(cfg, run.tx, run.shardings), 0, 0.0
     else:
-        state = place_state(restored.state, shardings)
+        state = place_state(restored.state, run.shardings)
         start, train_seconds = restored.step, restored.training_seconds
 
-    run_id = runinfo.resolve_run_id(out_dir, cfg, run_id)
-    tracker = Tracker(out_dir, cfg, run_id, start_step=start, progress=progress, enabled=is_primary())
+    run_id = runinfo.resolve_run_id(run.out, cfg, run_id)
+    tracker = Tracker(run.out, cfg, run_id, start_step=start, progress=progress, enabled=is_primary())
     restore_signal = _STOP.install()
     try:
-        state, train_seconds = _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr,
-                                     ckpt, tracker, start, train_seconds)
-        evals = _eval_all(cfg, state["params"], eval_sets, token_bytes, mesh)
-        tracker.log(cfg.train.steps, {f"eval/{k}/{m}": getattr(v, m) for k, v in evals.items() for m in ("bpb", "loss")})
-        results = _results(cfg, run_id, evals, train_seconds, train_data, eval_sets, tracker, started_at)
+        state, train_seconds = _loop(run, tracker, state, start, train_seconds)
+        evals = _eval_all(run, state["params"])
+        tracker.log(cfg.train.steps, _eval_metrics(evals))
+        results = _results(run, run_id, evals, train_seconds, tracker, started_at)
         tracker.summary({"bpb": results.bpb, "model_flops": results.model_flops, "mfu": results.mfu})
     finally:
         restore_signal()
         tracker.close()
     if is_primary():
-        store.atomic_write_text(str(out_dir / "results.json"), dumps_results(results))
+        store.atomic_write_text(str(run.out / "results.json"), dumps_results(results))
     return results
 
 
-def _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr, ckpt, tracker, start, train_seconds):  # type: ignore[no-untyped-def]
+def _prepare(cfg: RunConfig, out: Path) -> _Run:
+    """Data, devices and optimizer; every bad input fails here, before any compile."""
+    out.mkdir(parents=True, exist_ok=True)
+    tok = load_tokenizer(cfg.data.tokenizer)
+    if cfg.model.vocab_size < tok.vocab_size:
+        raise ConfigError(
+            f"model.vocab_size: {cfg.model.vocab_size} is smaller than the tokenizer's {tok.vocab_size} tokens"
+        )
+    train_data = load_split(cfg.data, "train", tokenizer=tok)
+    batches = Batches(train_data, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
+    eval_sets = load_eval_sets(cfg, tok)
+    token_bytes = np.zeros(cfg.model.vocab_size, dtype=np.int64)
+    token_bytes[: tok.vocab_size] = tok.token_bytes()
+    mesh = make_mesh()
+    check_batch(mesh, cfg.train.batch_size, cfg.train.grad_accum)
+    tx, lr = make_optimizer(cfg.optimizer, cfg.schedule, cfg.train.steps)
+    _, shardings = abstract_state(cfg, tx, mesh)
+    ckpt = Checkpointer(store.join(str(out), "checkpoints"), cfg.train.keep_checkpoints)
+    return _Run(cfg, out, mesh, tx, lr, shardings, batches, train_data, eval_sets, token_bytes, ckpt)
+
+
+def _loop(run: _Run, tracker: Tracker, state: State, start: int, train_seconds: float) -> tuple[State, float]:
     """Steps ``start .. train.steps``; returns the final state and cumulative training seconds."""
-    t = cfg.train
+    cfg, t, mesh = run.cfg, run.cfg.train, run.mesh
     ckpt_every = t.checkpoint_every or max(1, t.steps // 10)
-    step_fn = build_train_step(cfg, tx, lr, shardings, mesh)
-    if start < t.steps:
-        step_fn = step_fn.lower(state, put_train_batch(batches.batch(start), cfg, mesh)).compile()
+    step_fn = build_train_step(cfg, run.tx, run.lr, run.shardings, mesh)
+    if start < t.steps:  # compile ahead of time so no step's timing includes it
+        step_fn = step_fn.lower(state, put_train_batch(run.batches.batch(start), cfg, mesh)).compile()
     tokens_per_step = t.batch_size * cfg.model.seq_len
     peak = peak_flops_per_chip(jax.devices()[0].device_kind)
     flops_per_step = 3 * lm_flops_per_token(cfg.model) * tokens_per_step
     seg_start, seg_steps = time.perf_counter(), 0
     for step in range(start, t.steps):
-        state, metrics = step_fn(state, put_train_batch(batches.batch(step), cfg, mesh))
+        state, metrics = step_fn(state, put_train_batch(run.batches.batch(step), cfg, mesh))
         done, seg_steps = step + 1, seg_steps + 1
         stop = _STOP.requested
         do_ckpt = done % ckpt_every == 0 or done == t.steps or stop
         do_eval = t.eval_every is not None and done % t.eval_every == 0 and done != t.steps
         if not (done % t.log_every == 0 or do_ckpt or do_eval):
             continue
-        m = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        m = {k: float(v) for k, v in jax.device_get(metrics).items()}  # waits for the step: timing is honest
         elapsed = time.perf_counter() - seg_start
         train_seconds += elapsed
         tps = seg_steps * tokens_per_step / elapsed if elapsed > 0 else None
@@ -144,26 +172,39 @@ def _loop(cfg, state, shardings, batches, eval_sets, token_bytes, mesh, tx, lr, 
                            "throughput/tokens_per_second": tps, "throughput/mfu": mfu})
         tracker.progress(done, m["loss"], tps)
         if do_eval:
-            evals = _eval_all(cfg, state["params"], eval_sets, token_bytes, mesh)
-            tracker.log(done, {f"eval/{k}/{n}": getattr(v, n) for k, v in evals.items() for n in ("bpb", "loss")})
+            tracker.log(done, _eval_metrics(_eval_all(run, state["params"])))
         if do_ckpt:
-            ckpt.save(state, done, cfg, train_seconds)
+            run.ckpt.save(state, done, cfg, train_seconds)
         if stop:
             raise Interrupted(f"stopped by signal at step {done}; checkpoint saved, run the same command to resume")
         seg_start, seg_steps = time.perf_counter(), 0
     return state, train_seconds
 
 
-def _eval_all(cfg: RunConfig, params, eval_sets: dict[str, TokenData], token_bytes: np.ndarray, mesh) -> dict[str, EvalSetResult]:  # type: ignore[no-untyped-def]
+def _eval_all(run: _Run, params: Any) -> dict[str, EvalSetResult]:
+    cfg = run.cfg
     bs = cfg.eval.batch_size or cfg.train.batch_size // cfg.train.grad_accum
     limits = {s.name: s.max_tokens for s in cfg.eval.sets}
     return {
-        name: evaluate(params, cfg.model, data, token_bytes, batch_size=bs, mesh=mesh, max_tokens=limits[name])
-        for name, data in eval_sets.items()
+        name: evaluate(params, cfg.model, data, run.token_bytes, batch_size=bs, mesh=run.mesh,
+                       max_tokens=limits[name])
+        for name, data in run.eval_sets.items()
     }
 
 
-def _results(cfg, run_id, evals, train_seconds, train_data, eval_sets, tracker, started_at) -> Results:  # type: ignore[no-untyped-def]
+def _eval_metrics(evals: dict[str, EvalSetResult]) -> dict[str, float | None]:
+    return {f"eval/{k}/{m}": getattr(v, m) for k, v in evals.items() for m in ("bpb", "loss")}
+
+
+def _results(
+    run: _Run,
+    run_id: str,
+    evals: dict[str, EvalSetResult],
+    train_seconds: float,
+    tracker: Tracker,
+    started_at: datetime,
+) -> Results:
+    cfg = run.cfg
     kind = jax.devices()[0].device_kind
     chips = jax.device_count()
     peak = peak_flops_per_chip(kind)
@@ -172,21 +213,21 @@ def _results(cfg, run_id, evals, train_seconds, train_data, eval_sets, tracker, 
     hw = train_seconds * chips * peak if peak is not None and train_seconds > 0 else None
     sha, dirty, remote = runinfo.git_state()
     data_fp = fingerprint({
-        "tokenizer": train_data.manifest.tokenizer,
-        "train": train_data.fingerprint,
-        "eval": {k: v.fingerprint for k, v in eval_sets.items()},
+        "tokenizer": run.train_data.manifest.tokenizer,
+        "train": run.train_data.fingerprint,
+        "eval": {k: v.fingerprint for k, v in run.eval_sets.items()},
     })
-    first = cfg.eval.sets[0].name
     return Results(
-        run_id=run_id, name=cfg.name, track=cfg.track, bpb=evals[first].bpb, model_flops=model_flops,
-        hardware_flops=hw, params=param_count(cfg.model), tokens=cfg.tokens, training_seconds=train_seconds,
-        mfu=model_flops / hw if hw else None, author=cfg.author, description=cfg.description, config=cfg,
+        run_id=run_id, name=cfg.name, track=cfg.track, bpb=evals[cfg.eval.sets[0].name].bpb,
+        model_flops=model_flops, hardware_flops=hw, params=param_count(cfg.model), tokens=cfg.tokens,
+        training_seconds=train_seconds, mfu=model_flops / hw if hw else None, author=cfg.author,
+        description=cfg.description, config=cfg,
         flops=FlopsDetail(formula=FLOPS_FORMULA, model_flops_per_token=fwd, device_kind=kind, chips=chips,
                           peak_flops_per_chip=peak),
         eval=evals, tracking=tracker.info(),
         provenance=Provenance(
             git_sha=sha, git_dirty=dirty, git_remote=remote, config_fingerprint=cfg.fingerprint(),
             data_fingerprint=data_fp, versions=runinfo.versions(), devices=runinfo.devices(),
-            host=runinfo.host(), argv=__import__("sys").argv, started_at=started_at, finished_at=runinfo.now(),
+            host=runinfo.host(), argv=list(sys.argv), started_at=started_at, finished_at=runinfo.now(),
         ),
     )
