@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from datetime import UTC, datetime
@@ -22,6 +23,8 @@ from typing import Any
 
 from runner.config import RunConfig
 from runner.schema import Tracking
+
+log = logging.getLogger(__name__)
 
 
 def resolve_mode(cfg_mode: str) -> str:
@@ -86,16 +89,16 @@ class Tracker:
         import wandb
 
         t = self.cfg.tracking
-        self._wandb = wandb.init(
-            id=self.run_id,
-            project=t.project,
-            entity=t.entity,
-            name=self.cfg.name,
-            mode=self.mode,
-            dir=str(out),
-            config=self.cfg.model_dump(mode="json"),
-            resume="allow",
-        )
+        kwargs = dict(id=self.run_id, project=t.project, entity=t.entity, name=self.cfg.name, dir=str(out),
+                      config=self.cfg.model_dump(mode="json"), resume="allow")
+        try:
+            self._wandb = wandb.init(mode=self.mode, **kwargs)
+        except Exception as err:  # a bad key or no network must not lose the run: keep it offline instead
+            if self.mode != "online":
+                raise
+            log.warning("wandb online init failed (%s); logging offline under %s/wandb", err, out)
+            self.mode = "offline"
+            self._wandb = wandb.init(mode="offline", **kwargs)
 
     def log(self, step: int, metrics: dict[str, float | None]) -> None:
         if not self.enabled:

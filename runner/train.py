@@ -13,6 +13,7 @@ where the device's peak is unknown (CPU). Re-running a finished ``out`` only re-
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -42,6 +43,8 @@ from runner.tracking import Tracker
 from runner.trainstep import State, abstract_state, build_train_step, init_state, place_state, put_train_batch
 
 __all__ = ["Interrupted", "train"]
+
+log = logging.getLogger(__name__)
 
 
 class Interrupted(OpenlabError):
@@ -105,6 +108,7 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
     else:
         state = place_state(restored.state, run.shardings)
         start, train_seconds = restored.step, restored.training_seconds
+        log.info("resuming from %s (step %d of %d)", restored.path, start, cfg.train.steps)
 
     run_id = runinfo.resolve_run_id(run.out, cfg, run_id)
     tracker = Tracker(run.out, cfg, run_id, start_step=start, progress=progress, enabled=is_primary())
@@ -120,6 +124,7 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
         tracker.close()
     if is_primary():
         store.atomic_write_text(str(run.out / "results.json"), dumps_results(results))
+        log.info("run %s done: bpb %.4f on %s; %s", run_id, results.bpb, cfg.eval.sets[0].name, run.out / "results.json")
     return results
 
 

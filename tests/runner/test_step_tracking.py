@@ -65,3 +65,15 @@ def test_single_host_does_not_initialize_distributed(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("JAX_COORDINATOR_ADDRESS", raising=False)
     monkeypatch.delenv("OPENLAB_DISTRIBUTED", raising=False)
     assert maybe_initialize_distributed() is False
+
+
+def test_wandb_online_without_credentials_falls_back_to_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WANDB_MODE", "online")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "cfg"))
+    t = Tracker(tmp_path, parse_config(tiny()), "rid-fallback", start_step=0, progress=False)
+    t.log(1, {"train/loss": 1.0})
+    t.close()
+    assert t.mode == "offline" and t.info().wandb_run_id == "rid-fallback"
+    assert list((tmp_path / "wandb").glob("offline-run-*-rid-fallback"))
