@@ -18,6 +18,7 @@ import re
 import subprocess
 import tarfile
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -160,19 +161,14 @@ def submit(
             "excludes": [".git", "tests/", "**/*.pack", "out/", ".venv/"],
             "env_vars": {"OPENLAB_GIT_COMMIT": full, "OPENLAB_GIT_REMOTE": remote, **(env_vars or {})},
         }
-        try:
-            client.submit_job(
-                entrypoint=entrypoint,
-                submission_id=rid,
-                runtime_env=runtime_env,
-                metadata={"experiment": str(rel), "sha": full, "prefix": prefix},
-                entrypoint_resources=entrypoint_resources,
-            )
-        except Exception as err:  # noqa: BLE001 - the Jobs API reports everything as RuntimeError text
-            text = str(err)
-            if "already exists" in text:
-                raise DispatchError(f"run {rid} was already submitted; Ray refuses to run it twice") from None
-            raise DispatchError(f"submitting {rid}: {_last_line(text)}") from None
+        kwargs = {
+            "entrypoint": entrypoint,
+            "submission_id": rid,
+            "runtime_env": runtime_env,
+            "metadata": {"experiment": str(rel), "sha": full, "prefix": prefix},
+            "entrypoint_resources": entrypoint_resources,
+        }
+        _submit_with_retry(client, rid, kwargs)
     from runner.executor.engine import experiment_record_path
 
     return Submission(
@@ -184,6 +180,21 @@ def submit(
         entrypoint=entrypoint,
         experiment_record=experiment_record_path(prefix, rid),
     )
+
+
+def _submit_with_retry(client: Any, rid: str, kwargs: dict[str, Any], attempts: int = 6) -> None:
+    """A head that just started may have no job agent yet ("No available agent"): retry that, nothing else."""
+    for i in range(attempts):
+        try:
+            client.submit_job(**kwargs)
+            return
+        except Exception as err:  # noqa: BLE001 - the Jobs API reports everything as RuntimeError text
+            text = str(err)
+            if "already exists" in text:
+                raise DispatchError(f"run {rid} was already submitted; Ray refuses to run it twice") from None
+            if "No available agent" not in text or i == attempts - 1:
+                raise DispatchError(f"submitting {rid}: {_last_line(text)}") from None
+            time.sleep(2 * (i + 1))
 
 
 def _last_line(text: str) -> str:

@@ -223,7 +223,15 @@ class Step:
         return fingerprint(self.fingerprint_payload)
 
     def fn_name(self) -> str:
-        return f"{getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', repr(self.fn))}"
+        """module.qualname; for a function defined in an experiment file, file:qualname (its module name is
+        synthetic)."""
+        module = getattr(self.fn, "__module__", None) or "?"
+        qual = getattr(self.fn, "__qualname__", repr(self.fn))
+        file = getattr(sys.modules.get(module), "__file__", None)
+        if module.startswith("openlab_experiment_") and file:
+            rel = os.path.relpath(file)
+            return f"{file if rel.startswith('..') else rel}:{qual}"
+        return f"{module}.{qual}"
 
     def estimate(self) -> tuple[float | None, int | None]:
         """Model FLOPs and tokens of a train step (kind 'train' whose config holds a RunConfig)."""

@@ -59,6 +59,11 @@ def ray_head() -> Iterator[str]:
         str(VENV_BIN / "ray"), "start", "--head", "--block", "--num-cpus=2",
         "--node-ip-address=127.0.0.1", f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
         "--disable-usage-stats", "--include-dashboard=true", f"--temp-dir={temp}",
+        # Every port explicit: another Ray on this machine (the embedded one, other suites') must not collide.
+        f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
+        f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}",
+        f"--ray-client-server-port={_free_port()}", f"--node-manager-port={_free_port()}",
+        f"--object-manager-port={_free_port()}",
     ]  # fmt: skip
     log = open(temp / "ray-start.log", "w")  # noqa: SIM115 - closed in teardown
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
