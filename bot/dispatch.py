@@ -157,7 +157,11 @@ class RayDispatcher:
                 log_event(log, "cancel deferred", error=str(err))
             from bot.reconcile import publish_outcome
 
-            publish_outcome(self.s, self.s.ledger.run(run["run_id"]) or run, report)
+            try:
+                publish_outcome(self.s, self.s.ledger.run(run["run_id"]) or run, report)
+            except GitHubError as err:
+                # The job is stopped; the reconciler publishes the rest (or gives up if the installation is gone).
+                log_event(log, "cancel not yet shown on GitHub", level=logging.WARNING, error=str(err))
 
     # -- submission ----------------------------------------------------------------------------------------------
     def try_submit(self, run_id: str) -> None:
@@ -305,9 +309,19 @@ def attach_to_bot(bot: Any, backend: JobBackend | None = None) -> RunServices:
 
 
 def services_from_env() -> RunServices:
-    """Actions mode (``GITHUB_TOKEN``) or App mode (``OPENLAB_APP_ID`` + key), as ``openlab event`` does."""
+    """App mode (``OPENLAB_APP_ID`` + key) or Actions mode (``GITHUB_TOKEN``, set up as ``openlab event`` does:
+    the API URL of the runner, comments as ``github-actions[bot]``, a ledger from ``OPENLAB_LEDGER_URL``)."""
     from bot.service import Bot
     from bot.settings import BotSettings
 
-    bot = Bot(BotSettings(), token=os.environ.get("GITHUB_TOKEN") or None)
+    token = os.environ.get("GITHUB_TOKEN") or None
+    overrides: dict[str, Any] = {}
+    if token:
+        if "OPENLAB_GITHUB_API_URL" not in os.environ and os.environ.get("GITHUB_API_URL"):
+            overrides["github_api_url"] = os.environ["GITHUB_API_URL"]
+        if "OPENLAB_BOT_LOGIN" not in os.environ:
+            overrides["bot_login"] = "github-actions[bot]"
+        if not os.environ.get("OPENLAB_LEDGER_URL"):
+            overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
+    bot = Bot(BotSettings(**overrides), token=token)
     return attach_to_bot(bot)

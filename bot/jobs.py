@@ -105,7 +105,9 @@ class JobRejected(Exception):
     """Ray (or the executor) refused this job for a reason retrying will not fix (e.g. the file is not at the SHA)."""
 
 
-_UNAVAILABLE = ("cannot reach", "cannot use the ray jobs api", "connection", "timed out", "503", "502")
+# Transient answers: nothing listens, the dashboard is up but its job agent is not (yet), a proxy in between.
+_UNAVAILABLE = ("cannot reach", "cannot use the ray jobs api", "connection", "timed out", "no available agent",
+                "status code 500", "status code 502", "status code 503", "status code 504")
 
 
 class RayJobs:

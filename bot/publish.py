@@ -12,6 +12,7 @@ second copy:
 from __future__ import annotations
 
 import base64
+import hashlib
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -82,16 +83,16 @@ class Publisher:
             body["conclusion"] = conclusion
             if completed_at:
                 body["completed_at"] = _iso(completed_at)
-        cid = self.ledger.object_id(check_runs, repo=repo, head_sha=sha, name=f"{CHECK_NAME}#{run_id}")
+        key = _check_key(run_id)
+        cid = self.ledger.object_id(check_runs, repo=repo, head_sha=sha, name=key)
         if cid is None:
             found = [c for c in self.gh.check_runs_for_ref(repo, sha, CHECK_NAME) if c.get("external_id") == run_id]
             cid = int(found[0]["id"]) if found else None
         if cid is not None and self.gh.update_check_run(repo, cid, body) is not None:
-            self.ledger.remember_object(check_runs, cid, repo=repo, head_sha=sha, name=f"{CHECK_NAME}#{run_id}")
+            self.ledger.remember_object(check_runs, cid, repo=repo, head_sha=sha, name=key)
             return cid
         created = self.gh.create_check_run(repo, {"name": CHECK_NAME, "head_sha": sha, **body})
-        self.ledger.remember_object(check_runs, int(created["id"]), repo=repo, head_sha=sha,
-                                    name=f"{CHECK_NAME}#{run_id}")
+        self.ledger.remember_object(check_runs, int(created["id"]), repo=repo, head_sha=sha, name=key)
         return int(created["id"])
 
     # -- the results file on the PR branch -----------------------------------------------------------------------
@@ -115,6 +116,11 @@ class Publisher:
                 raise PushRefused(str(err)) from None
             raise
         return True
+
+
+def _check_key(run_id: str) -> str:
+    """The ledger key of a run's check (the name column is short; run ids may be long and readable)."""
+    return f"{CHECK_NAME}#{hashlib.sha256(run_id.encode()).hexdigest()[:24]}"
 
 
 class PushRefused(Exception):

@@ -20,8 +20,6 @@ import logging
 import threading
 from typing import Any
 
-import click
-
 from bot.dispatch import RayDispatcher, RunServices
 from bot.github import GitHubError
 from bot.jobs import BackendUnavailable, JobInfo, JobState
@@ -42,9 +40,30 @@ class Reconciler:
         self.s = services
         self.dispatcher = RayDispatcher(services)
 
+    def adopt(self) -> int:
+        """Give a report row to every queued run the ledger has without one: runs recorded by a front door that
+        had no Ray dispatcher (a worker process, an Actions job without Ray settings, a crash before the row)."""
+        from sqlalchemy import select
+
+        from bot.ledger import runs
+
+        with self.s.ledger.engine.connect() as conn:
+            queued = [r[0] for r in conn.execute(select(runs.c.run_id).where(runs.c.status == "queued"))]
+        n = 0
+        for run_id in queued:
+            if self.s.states.get(run_id) is None:
+                run = self.s.ledger.run(run_id)
+                if run is not None:
+                    self.s.states.create(RunReport(run_id=run_id, trigger_comment_id=self.dispatcher._trigger_comment(run)))
+                    n += 1
+        return n
+
     def run_once(self) -> dict[str, int]:
         """One pass over every unfinished run. Returns counts by what happened (for logs and tests)."""
         counts: dict[str, int] = {}
+        adopted = self.adopt()
+        if adopted:
+            counts["adopted"] = adopted
         for report in self.s.states.active():
             run = self.s.ledger.run(report.run_id)
             if run is None:
@@ -55,10 +74,18 @@ class Reconciler:
                 except GitHubError as err:
                     what = "github_error"
                     log_event(log, "GitHub failed; will resume next pass", level=logging.WARNING, error=str(err))
+                    if err.status in (401, 403, 404) and report.phase == "finished" and report.outcome == "cancelled":
+                        # The installation or repository is gone (installation.deleted): nothing left to tell.
+                        report.phase, report.last_error = "done", f"not shown on GitHub: {err}"
+                        self.s.states.save(report)
             counts[what] = counts.get(what, 0) + 1
         return counts
 
     def _step(self, run: dict[str, Any], report: RunReport) -> str:
+        if run["status"] == "cancelled" and report.phase in ("queued", "submitted"):
+            # Cancelled through a front door without the Ray dispatcher: stop the job now.
+            self.dispatcher.cancel(run, run.get("detail") or "cancelled")
+            return "cancelled"
         if report.phase == "queued":
             if run["status"] != "queued":
                 report.phase = "finished" if run["status"] in ("cancelled", "refused") else report.phase
@@ -251,20 +278,3 @@ def start_reconcile_thread(services: RunServices, interval_s: float = 15.0) -> t
                          name="openlab-reconcile", daemon=True)
     t.start()
     return t, stop
-
-
-@click.command("reconcile")
-@click.option("--loop", "loop_s", type=float, default=None, help="Keep reconciling every N seconds.")
-def reconcile_cmd(loop_s: float | None) -> None:
-    """Follow active runs on Ray and report their results to their PRs (idempotent)."""
-    from bot.dispatch import services_from_env
-    from runner.logs import setup_logging
-
-    setup_logging()
-    services = services_from_env()
-    reconciler = Reconciler(services)
-    if loop_s:
-        reconcile_loop(reconciler, threading.Event(), loop_s)
-        return
-    counts = reconciler.run_once()
-    click.echo(" ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "no active runs")
