@@ -278,6 +278,12 @@ class Ledger:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(select(runs).where(cond).order_by(runs.c.created_at)).mappings()]
 
+    def active_runs_for_installation(self, installation_id: int) -> list[dict[str, Any]]:
+        """Queued and running runs started through one App installation (cancelled when it is uninstalled)."""
+        cond = (runs.c.installation_id == installation_id) & runs.c.status.in_(ACTIVE_RUN_STATES)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(select(runs).where(cond).order_by(runs.c.created_at)).mappings()]
+
     def object_id(self, table: Table, **key: Any) -> int | None:
         cond = [table.c[k] == v for k, v in key.items()]
         col = table.c.comment_id if table is comments else table.c.check_run_id
@@ -309,3 +315,6 @@ class LedgerView:
 
     def runs(self, repo: str, pr: int) -> list[dict[str, Any]]:
         return self._ledger.runs(repo, pr)
+
+    def active_runs_for_installation(self, installation_id: int) -> list[dict[str, Any]]:
+        return self._ledger.active_runs_for_installation(installation_id)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.actions import Action
-from bot.events import Event, Ignored, IssueCommentEvent, IssuesEvent, PullRequestEvent
+from bot.events import Event, Ignored, InstallationEvent, IssueCommentEvent, IssuesEvent, PullRequestEvent
 from bot.github import GitHubClient
 from bot.ledger import LedgerView
 from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
@@ -49,4 +49,10 @@ def handle(event: Event | Ignored, env: Env) -> list[Action]:
     if isinstance(event, IssueCommentEvent):
         facts = comments.gather(event, env)
         return [] if facts is None else comments.decide(event, facts, env.view)
+    if isinstance(event, InstallationEvent) and event.action == "deleted" and event.installation is not None:
+        # The App is gone from those repositories: stop everything it started there (github-bots.md §9.19).
+        from bot.actions import CancelRun
+
+        return [CancelRun(repo=r["repo"], run_id=r["run_id"], reason="the openlab app was uninstalled")
+                for r in env.view.active_runs_for_installation(event.installation.id)]
     return []

@@ -104,7 +104,10 @@ def _revoke_on_push(event: PullRequestEvent, facts: PullFacts, view: LedgerView)
     repo, pr, cfg = event.repository.full_name, facts.pull, facts.config
     stale = [a for a in view.approvals(repo, pr.number) if a["sha"] != pr.head_sha]
     labelled = cfg.approval_label in {lab.name for lab in event.pull_request.labels}
-    active = [r for r in view.runs(repo, pr.number) if r["status"] == "queued" and r["sha"] != pr.head_sha]
+    # Queued and running runs of older commits are stopped (prow's abortAllJobs): their code is superseded. A push
+    # by the bot itself (a results commit) stops nothing: it only adds results.json beside sibling runs.
+    stoppable = ("queued",) if event.sender.is_bot else ("queued", "running")
+    active = [r for r in view.runs(repo, pr.number) if r["status"] in stoppable and r["sha"] != pr.head_sha]
     if not (stale or labelled or active):
         return []
     old = ", ".join(sorted({f"`{a['sha'][:7]}`" for a in stale})) or "the previous commit"
@@ -116,7 +119,7 @@ def _revoke_on_push(event: PullRequestEvent, facts: PullFacts, view: LedgerView)
                 for r in active]
     notice = (f"New push `{pr.head_sha[:7]}`: the approval for {old} is revoked"
               + (f" and the `{cfg.approval_label}` label removed" if labelled else "")
-              + (f"; {len(active)} queued run(s) cancelled" if active else "")
+              + (f"; {len(active)} queued or running run(s) cancelled" if active else "")
               + ". A trusted user must approve the new commit.")
     actions.append(SyncRunsComment(repo=repo, pr=pr.number, head_sha=pr.head_sha, approval_label=cfg.approval_label, notice=notice))
     return actions

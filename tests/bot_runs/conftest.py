@@ -34,6 +34,9 @@ LAB = "lab/openlab"
 
 # The executor engineer's real `ray start --head` (loopback, token auth, no usage stats), scoped to this package
 # so its processes are gone before the next test area starts.
+# Its environment fixture (token auth, usage stats off) comes along, set for this package and restored after.
+executor_env = pytest.fixture(scope="package", autouse=True, name="executor_env")(
+    executor_fixtures.executor_env.__wrapped__)
 ray_head = pytest.fixture(scope="package", name="ray_head")(executor_fixtures.ray_head.__wrapped__)
 
 

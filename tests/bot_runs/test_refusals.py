@@ -65,3 +65,18 @@ def dispatch_at(lab, pr: int, sha: str) -> str:
     executor.apply(DispatchRun(repo=LAB, run_id=rid, pr=pr, sha=sha, experiment=experiment, attempt=1,
                                requested_by="maintainer", installation_id=1))
     return rid
+
+
+def test_uninstalling_the_app_cancels_its_runs(lab_factory) -> None:
+    import json
+
+    lab = lab_factory(None, serve_bot=False)
+    pr = open_fault_pull(lab, "uninstalled", "valid")
+    run = dispatch(lab, pr)  # queued: Ray is down
+    payload = {"action": "deleted", "installation": {"id": 1, "account": {"login": "lab"}},
+               "sender": lab.state.user("lab-admin")}
+    assert lab.bot.ledger.claim("uninstall-1", "installation", "deleted", json.dumps(payload).encode())
+    lab.bot.worker.drain()
+    assert lab.services.ledger.run(run["run_id"])["status"] == "cancelled"
+    report = lab.services.states.get(run["run_id"])
+    assert report.outcome == "cancelled" and "uninstalled" in (report.reason or "")
