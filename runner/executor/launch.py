@@ -75,7 +75,7 @@ def run_experiment(
     """Run an experiment on embedded Ray (default) or the cluster at ``ray_address``/``RAY_ADDRESS``."""
     exp = load_experiment(path)
     prefix = resolve_prefix(prefix)
-    from runner.executor.state import check_prefix_writable
+    from runner.executor.state import StorageError, check_prefix_writable
 
     check_prefix_writable(prefix)
     opts = options or RunOptions()
@@ -86,6 +86,9 @@ def run_experiment(
         # Everything is done: record the launch without starting Ray.
         info = launch_info(exp, prefix, run_id or new_run_id(exp.display), None)
         return run_graph(exp.graph, info, opts, ray_needed=False)
+    if prefix.startswith("memory://"):
+        # Ray workers are other processes, each with its own memory filesystem: outputs would vanish.
+        raise StorageError(f"storage prefix {prefix}: memory:// is per process; use a local path or gs:// to run")
     where = ray_env.connect(ray_address, num_cpus=num_cpus)
     needs = {i: s.resources.flat() for i, s in exp.graph.steps.items()}
     problems = ray_env.check_feasible(needs, embedded=where == "embedded")

@@ -17,21 +17,37 @@ from pathlib import Path
 
 import pytest
 
-# Before anything imports ray: loopback only, token auth, no usage stats (see runner.executor.ray_env).
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-os.environ["RAY_AUTH_MODE"] = "token"
-os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(24))
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-os.environ.setdefault("OPENLAB_HEARTBEAT_S", "0.5")
-os.environ.setdefault("OPENLAB_LEASE_TIMEOUT_S", "3")
+# Loopback only, token auth, no usage stats (see runner.executor.ray_env), short leases. Set for this folder's
+# tests only and restored after, so other suites see the environment they expect.
+_ENV = {
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "token",
+    "RAY_AUTH_TOKEN": os.environ.get("RAY_AUTH_TOKEN") or secrets.token_hex(24),
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "OPENLAB_HEARTBEAT_S": "0.5",
+    "OPENLAB_LEASE_TIMEOUT_S": "3",
+}
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="session")
-def ray_local() -> Iterator[None]:
+@pytest.fixture(scope="package", autouse=True)
+def executor_env() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in [*_ENV, "RAY_ADDRESS"]}
+    os.environ.update(_ENV)
+    os.environ.pop("RAY_ADDRESS", None)  # tests choose their Ray explicitly
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="package")
+def ray_local(executor_env: None) -> Iterator[None]:
     """Embedded Ray in the test process, through the executor's own connect()."""
     from runner.executor import ray_env
 
@@ -46,8 +62,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def ray_head() -> Iterator[str]:
+@pytest.fixture(scope="package")
+def ray_head(executor_env: None) -> Iterator[str]:
     """A real `ray start --head --block` on 127.0.0.1 with token auth and a Jobs API; yields the dashboard URL."""
     gcs, dash = _free_port(), _free_port()
     temp = Path(

@@ -111,3 +111,9 @@ def test_real_console_script_prints_one_line(tmp_path: Path) -> None:
     assert res.stderr.strip().splitlines() == [
         f"error: {exp}:11: import error: No module named 'nope_not_a_module'"
     ]
+
+
+def test_memory_prefix_cannot_run_on_ray(tmp_path: Path) -> None:
+    exp = _write(tmp_path, "STEPS = [Step('a', f, C())]\n")
+    code, out = _cli("run", str(exp), "--prefix", "memory://x/steps")
+    assert code == 2 and "memory:// is per process" in out, out
