@@ -84,7 +84,7 @@ def _start_and_signal(cfg: Path, out: Path, step: int, sig: int) -> subprocess.P
 
 
 def test_killed_and_resumed_run_is_bit_identical(tmp_path: Path) -> None:
-    steps = 120
+    steps = 80
     cfg = write_config(tmp_path / "c.yaml", tiny(**{"train.steps": steps, "train.checkpoint_every": 10,
                                                     "train.log_every": 5, "optimizer.name": "muon"}))
     straight = tmp_path / "straight"
