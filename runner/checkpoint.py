@@ -11,6 +11,12 @@ Resume is automatic: :meth:`Checkpointer.restore_latest` loads the newest file, 
 that it was written by a compatible config (same model, optimizer, schedule, data and batch settings), naming
 the first differing field otherwise. Arrays are restored bit for bit, and because batches are a pure function
 of the step, a resumed run continues exactly as if never stopped.
+
+Why not Orbax or per-array tensorstore: one file per checkpoint makes "complete or absent" a single rename
+(or a single GCS object), with no commit markers, async threads or half-directories to reason about, and the
+sha256 check catches silent corruption. The cost is that the whole state passes through host memory of
+process 0 (fine to a few GB of state); sharded multi-host writes at larger scale would want tensorstore with
+a manifest written last, as the token cache does.
 """
 
 from __future__ import annotations
