@@ -5,7 +5,6 @@ Real Ray head, real sandbox over HTTP, the bot core's executor applying Dispatch
 from __future__ import annotations
 
 import pytest
-from ray.job_submission import JobSubmissionClient
 
 from bot.jobs import JobSpec, RayJobs
 from tests.bot_runs.conftest import LAB
@@ -13,6 +12,12 @@ from tests.bot_runs.experiments import hostile_results_json
 from tests.bot_runs.helpers import bot_comments, checks, dispatch, explain, open_fault_pull
 
 pytestmark = pytest.mark.slow
+
+
+def JobSubmissionClient(url: str):  # noqa: N802 - imported late: Ray reads its auth token when first used
+    from ray.job_submission import JobSubmissionClient as Client
+
+    return Client(url)
 
 
 def test_ray_down_keeps_the_run_queued_then_it_runs(lab_factory, ray_head: str) -> None:
@@ -144,3 +149,21 @@ def test_vanished_job_is_reported(lab_factory, ray_head: str) -> None:
     assert final["status"] == "failed"
     [comment] = bot_comments(lab, pr, "run")
     assert "vanished" in comment and "/rerun" in comment
+
+
+def test_push_cancels_the_running_job(lab_factory, ray_head: str) -> None:
+    lab = lab_factory(ray_head)  # the real FastAPI bot over HTTP: the push arrives as a signed webhook
+    pr = open_fault_pull(lab, "pushed", "sleep")
+    run = dispatch(lab, pr)
+    client = JobSubmissionClient(ray_head)
+    lab.driver.wait_for(lambda: str(client.get_job_status(run["run_id"])).endswith("RUNNING"), timeout=60,
+                        interval=0.5)
+    lab.driver.push(LAB, pr, "alice", {"notes.txt": "new commit"})
+    lab.driver.wait_for(lambda: lab.services.ledger.run(run["run_id"])["status"] == "cancelled", timeout=30)
+    lab.driver.wait_for(lambda: str(client.get_job_status(run["run_id"])).endswith("STOPPED"), timeout=60,
+                        interval=0.5)
+    lab.driver.wait_for(lambda: [c["conclusion"] for c in checks(lab, run["run_id"])] == ["cancelled"], timeout=30)
+    [comment] = bot_comments(lab, pr, "run")
+    assert "cancelled" in comment and "superseded by push" in comment
+    lab.reconciler.run_once()  # nothing more to say
+    assert len(bot_comments(lab, pr, "run")) == 1 and len(checks(lab, run["run_id"])) == 1
