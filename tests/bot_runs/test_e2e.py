@@ -78,7 +78,12 @@ def test_issue_to_committed_results(lab_factory, ray_head: str, tmp_path: Path) 
                timeout=60)
     assert lab.services.ledger.run(run["run_id"])["status"] == "running", lab.services.states.get(run["run_id"])
 
-    t = d.thread(LAB, pr)
+    # The ledger says running first; the 🚀, the check and the comment follow within the same dispatch.
+    def announced() -> dict | None:
+        t = d.thread(LAB, pr)
+        return t if any(f"openlab:run:{run['run_id']}" in c["body"] for c in t["comments"]) else None
+
+    t = d.wait_for(announced, timeout=30)
     assert any(r["content"] == "rocket" and r["comment_id"] == comment_id for r in t["reactions"])
     check = next(c for c in t["check_runs"] if c["name"] == "openlab/run")
     assert check["status"] == "in_progress" and check["external_id"] == run["run_id"]
