@@ -1,6 +1,7 @@
 """The bot's durable state (SQLAlchemy Core; SQLite by default, any SQLAlchemy URL such as Postgres works).
 
-Tables: deliveries (the durable queue, claimed by GUID), preregistrations, approvals (bound to a SHA), runs,
+Tables: inbox (claimed deliveries, written by the webhook process only), deliveries (what the worker made of
+each: status, actions, cursor, attempts), preregistrations, approvals (bound to a SHA), runs,
 comments and check_runs (ids of the objects the bot owns on GitHub, so upserts edit instead of duplicating).
 
 A delivery row is inserted once (unique GUID) after its signature verifies: that insert is both the claim and the
@@ -38,13 +39,25 @@ from sqlalchemy.exc import IntegrityError
 
 metadata = MetaData()
 
-deliveries = Table(
-    "deliveries", metadata,
+inbox_metadata = MetaData()
+# Written only by the webhook process: the claim. In SQLite it lives in its own file, so the worker's writes
+# never hold the lock an acknowledgement waits for (a preempted low-priority writer would stall the ingress).
+inbox = Table(
+    "inbox", inbox_metadata,
     Column("seq", Integer, primary_key=True, autoincrement=True),
     Column("guid", String(64), nullable=False, unique=True),
     Column("event", String(64), nullable=False),
     Column("action", String(64)),
     Column("payload", LargeBinary, nullable=False),
+    Column("received_at", Float, nullable=False),
+)
+# Written only by the worker: what became of each claimed delivery.
+deliveries = Table(
+    "deliveries", metadata,
+    Column("seq", Integer, primary_key=True),
+    Column("guid", String(64), nullable=False, unique=True),
+    Column("event", String(64), nullable=False),
+    Column("action", String(64)),
     Column("status", String(16), nullable=False, index=True),  # queued | done | ignored | failed
     Column("attempts", Integer, nullable=False, default=0),
     Column("actions", Text),
@@ -134,6 +147,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def _inbox_url(url: str) -> str:
+    """sqlite:///x/ledger.sqlite3 -> sqlite:///x/ledger.inbox.sqlite3 (the claims file next to the ledger)."""
+    head, dot, ext = url.rpartition(".")
+    return f"{head}.inbox.{ext}" if dot and "/" not in ext else f"{url}.inbox"
+
+
 class Ledger:
     def __init__(self, url: str) -> None:
         kwargs: dict[str, Any] = {}
@@ -143,23 +162,42 @@ class Ledger:
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
+        self.inbox_engine = self.engine
+        if url.startswith("sqlite") and ":memory:" not in url and url.count("/") >= 3:
+            self.inbox_engine = create_engine(_inbox_url(url), **kwargs)
+            event.listen(self.inbox_engine, "connect", _sqlite_pragmas)
+        inbox_metadata.create_all(self.inbox_engine)
         self.wakeup = threading.Event()
 
     # -- queue -----------------------------------------------------------------------------------------------
     def claim(self, guid: str, event_name: str, action: str | None, payload: bytes) -> bool:
-        """Insert the delivery; False if this GUID was claimed before (a redelivery)."""
+        """Insert the delivery into the inbox; False if this GUID was claimed before (a redelivery)."""
         try:
-            with self.engine.begin() as conn:
-                conn.execute(insert(deliveries).values(
-                    guid=guid, event=event_name, action=action, payload=payload, status="queued", attempts=0,
-                    actions_done=0, received_at=time.time(), not_before=0.0,
-                ))
+            with self.inbox_engine.begin() as conn:
+                conn.execute(insert(inbox).values(guid=guid, event=event_name, action=action, payload=payload,
+                                                  received_at=time.time()))
         except IntegrityError:
             return False
         self.wakeup.set()
         return True
 
+    def _high_water(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(deliveries.c.seq), 0))).scalar_one())
+
+    def _sync(self) -> None:
+        """Register inbox rows the worker has not seen yet as queued deliveries (idempotent; worker only)."""
+        hwm = self._high_water()
+        with self.inbox_engine.connect() as conn:
+            rows = conn.execute(select(inbox.c.seq, inbox.c.guid, inbox.c.event, inbox.c.action, inbox.c.received_at)
+                                .where(inbox.c.seq > hwm).order_by(inbox.c.seq).limit(500)).mappings().all()
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(insert(deliveries), [dict(r, status="queued", attempts=0, actions_done=0,
+                                                       not_before=0.0) for r in rows])
+
     def next_queued(self) -> Delivery | None:
+        self._sync()
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(deliveries).where((deliveries.c.status == "queued") & (deliveries.c.not_before <= time.time()))
@@ -167,16 +205,22 @@ class Ledger:
             ).mappings().first()
         if row is None:
             return None
+        with self.inbox_engine.connect() as conn:
+            payload = conn.execute(select(inbox.c.payload).where(inbox.c.guid == row["guid"])).scalar_one()
         return Delivery(
-            seq=row["seq"], guid=row["guid"], event=row["event"], payload=row["payload"], attempts=row["attempts"],
+            seq=row["seq"], guid=row["guid"], event=row["event"], payload=payload, attempts=row["attempts"],
             actions=json.loads(row["actions"]) if row["actions"] else None, actions_done=row["actions_done"],
         )
 
     def queue_depth(self) -> int:
+        """Claimed but not yet finished deliveries (reads only: safe from the webhook process)."""
+        hwm = self._high_water()
+        with self.inbox_engine.connect() as conn:
+            unseen = conn.execute(select(func.count()).select_from(inbox).where(inbox.c.seq > hwm)).scalar_one()
         with self.engine.connect() as conn:
-            return int(conn.execute(
-                select(func.count()).select_from(deliveries).where(deliveries.c.status == "queued")
-            ).scalar_one())
+            queued = conn.execute(
+                select(func.count()).select_from(deliveries).where(deliveries.c.status == "queued")).scalar_one()
+        return int(unseen) + int(queued)
 
     def set_actions(self, guid: str, actions: list[dict[str, Any]]) -> None:
         self._update_delivery(guid, actions=json.dumps(actions), actions_done=0)
@@ -201,14 +245,21 @@ class Ledger:
     def delivery_status(self, guid: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
             row = conn.execute(select(deliveries).where(deliveries.c.guid == guid)).mappings().first()
-        return dict(row) if row else None
+        if row is not None:
+            return dict(row)
+        with self.inbox_engine.connect() as conn:
+            claimed = conn.execute(select(inbox.c.guid).where(inbox.c.guid == guid)).first()
+        return {"guid": guid, "status": "queued", "attempts": 0, "error": None} if claimed else None
 
     def count_deliveries(self, status: str | None = None) -> int:
-        q = select(func.count()).select_from(deliveries)
-        if status:
-            q = q.where(deliveries.c.status == status)
+        if status is None:
+            with self.inbox_engine.connect() as conn:
+                return int(conn.execute(select(func.count()).select_from(inbox)).scalar_one())
+        if status == "queued":
+            return self.queue_depth()
         with self.engine.connect() as conn:
-            return int(conn.execute(q).scalar_one())
+            return int(conn.execute(
+                select(func.count()).select_from(deliveries).where(deliveries.c.status == status)).scalar_one())
 
     # -- records the handlers read (through LedgerView) and the executor writes ---------------------------------
     def upsert_preregistration(self, repo: str, issue_number: int, **values: Any) -> None:
