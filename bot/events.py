@@ -149,6 +149,10 @@ _MODELS: dict[str, type[BaseModel]] = {
 }
 
 
+# Actions mode: `pull_request_target` carries the pull_request payload (the workflow runs base-branch code).
+ALIASES = {"pull_request_target": "pull_request"}
+
+
 class Ignored(_M):
     """An event the bot deliberately does nothing with, and why (kept in the ledger for operators)."""
 
@@ -161,7 +165,7 @@ class BadPayload(ValueError):
 
 def handles(name: str, action: object) -> bool:
     """Whether (event, action) is one the bot acts on; a cheap check for the ingress path."""
-    model = _MODELS.get(name)
+    model = _MODELS.get(ALIASES.get(name, name))
     if model is None:
         return False
     field = model.model_fields.get("action")
@@ -172,6 +176,7 @@ def handles(name: str, action: object) -> bool:
 
 
 def parse_event(name: str, payload: object) -> Event | Ignored:
+    name = ALIASES.get(name, name)
     model = _MODELS.get(name)
     if model is None:
         return Ignored(reason=f"event {name!r} is not handled")

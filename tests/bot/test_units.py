@@ -115,3 +115,13 @@ def test_app_manifest_is_minimal() -> None:
     assert set(manifest["default_events"]) == {"issues", "issue_comment", "pull_request"}
     assert manifest["default_permissions"] == {"metadata": "read", "issues": "write", "pull_requests": "write",
                                                "checks": "write", "contents": "write"}
+
+
+def test_pull_request_target_is_read_as_pull_request() -> None:
+    from bot.events import PullRequestEvent, handles, parse_event
+    from tests.bot import github_spec as gs
+
+    gs.require_specs()
+    example = next(e for e in gs.examples()["pull_request"] if e["action"] == "synchronize")
+    assert isinstance(parse_event("pull_request_target", example), PullRequestEvent)
+    assert handles("pull_request_target", "synchronize") and not handles("pull_request_target", "assigned")
