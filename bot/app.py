@@ -59,8 +59,8 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
 
     app = FastAPI(title="openlab bot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
 
-    async def webhook(request: Request) -> Response:
-        event = request.headers.get("x-github-event", "")
+    async def read_verified(request: Request) -> bytes | JSONResponse:
+        """The raw body, or the answer to give: 413 over the cap, 401 without a valid signature."""
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > max_body):
             metrics.deliveries.labels("-", "too_large").inc()
@@ -71,10 +71,16 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
             if len(body) > max_body:
                 metrics.deliveries.labels("-", "too_large").inc()
                 return _answer(413, error=f"body over {max_body} bytes")
-        raw = bytes(body)
-        if not verify_signature(secrets, raw, request.headers.get("x-hub-signature-256")):
+        if not verify_signature(secrets, bytes(body), request.headers.get("x-hub-signature-256")):
             metrics.deliveries.labels("-", "bad_signature").inc()
             return _answer(401, error="missing or invalid X-Hub-Signature-256")
+        return bytes(body)
+
+    async def webhook(request: Request) -> Response:
+        raw = await read_verified(request)
+        if isinstance(raw, JSONResponse):
+            return raw
+        event = request.headers.get("x-github-event", "")
         guid = request.headers.get("x-github-delivery", "").strip()
         if not event or not guid or len(guid) > 64:
             metrics.deliveries.labels("-", "bad_headers").inc()
@@ -86,27 +92,22 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
         except (ValueError, UnicodeDecodeError):
             metrics.deliveries.labels(event[:40], "bad_json").inc()
             return _answer(400, error="body is not valid JSON")
-        if event not in HANDLED_EVENTS:
-            metrics.deliveries.labels("other", "ignored").inc()
-            return _answer(202, ignored=f"event {event[:40]} is not handled")
         if not isinstance(payload, dict):
-            metrics.deliveries.labels(event, "bad_payload").inc()
+            metrics.deliveries.labels(event[:40], "bad_payload").inc()
             return _answer(400, error="payload is not a JSON object")
         action = payload.get("action")
         # Cheap routing check only; the worker parses the full typed model, so ingress stays in the millisecond
         # range. A payload of the wrong shape is claimed and then marked failed with the field that is wrong.
-        if not handles(event, action):
-            metrics.deliveries.labels(event, "ignored").inc()
-            return _answer(202, ignored=f"{event}.{action} is not handled")
+        if event not in HANDLED_EVENTS or not handles(event, action):
+            metrics.deliveries.labels(event if event in HANDLED_EVENTS else "other", "ignored").inc()
+            return _answer(202, ignored=f"{event[:40]}.{str(action)[:40]} is not handled")
         try:
             fresh = bot.ledger.claim(guid, event, action if isinstance(action, str) else None, raw)
         except Exception:
             log.exception("ledger claim failed for %s", guid)
             return _answer(503, error="ledger unavailable; please redeliver")
         metrics.deliveries.labels(event, "accepted" if fresh else "duplicate").inc()
-        if not fresh:
-            return _answer(200, duplicate=guid)
-        return _answer(202, queued=guid)
+        return _answer(200, duplicate=guid) if not fresh else _answer(202, queued=guid)
 
     app.add_api_route("/", webhook, methods=["POST"])
     app.add_api_route("/webhook", webhook, methods=["POST"])
