@@ -25,6 +25,9 @@ def _main(settings_json: str, token: str | None, parent: int) -> None:
     os.nice(10)  # acknowledging webhooks fast matters more than applying them fast
 
     bot = Bot(BotSettings.model_validate_json(settings_json), token=token)
+    from bot.dispatch import attach_to_bot
+
+    attach_to_bot(bot)  # DispatchRun actions are applied here, so the Ray dispatcher (issue 5) is plugged in here
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     bot.worker.start()
