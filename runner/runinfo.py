@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import jax
 
+from runner import gitinfo
 from runner.config import RunConfig
 
 _PACKAGES = ("openlab", "jax", "jaxlib", "flax", "optax", "numpy", "tensorstore", "tokenizers", "wandb")
@@ -20,19 +20,8 @@ _REPO = Path(__file__).resolve().parents[1]
 
 def git_state(repo: Path = _REPO) -> tuple[str | None, bool | None, str | None]:
     """(HEAD sha, dirty flag over tracked files, origin url) of the code that runs; Nones outside git."""
-
-    def git(*args: str) -> str | None:
-        try:
-            r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return r.stdout.strip() if r.returncode == 0 else None
-
-    sha = git("rev-parse", "HEAD")
-    if sha is None:
-        return None, None, None
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return sha, (bool(status) if status is not None else None), git("remote", "get-url", "origin") or None
+    g = gitinfo.git_state(repo)
+    return g.commit, g.dirty, g.remote
 
 
 def versions() -> dict[str, str]:

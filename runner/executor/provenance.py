@@ -5,45 +5,21 @@ from __future__ import annotations
 import getpass
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
+from runner import gitinfo
 from runner.executor.records import GitInfo
 
 
-def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip()
-
-
 def git_info(path: str | Path) -> GitInfo:
-    """The repository holding ``path``; a Ray job's working_dir has no .git, so GIT_COMMIT is honoured."""
-    p = Path(path).resolve()
-    cwd = p if p.is_dir() else p.parent
-    commit = _git(["rev-parse", "HEAD"], cwd)
-    if commit is None:
-        return GitInfo(
-            commit=os.environ.get("OPENLAB_GIT_COMMIT"),
-            remote=os.environ.get("OPENLAB_GIT_REMOTE"),
-            dirty=False if os.environ.get("OPENLAB_GIT_COMMIT") else None,
-        )
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
-    return GitInfo(
-        commit=commit,
-        remote=_git(["config", "--get", "remote.origin.url"], cwd) or None,
-        branch=_git(["rev-parse", "--abbrev-ref", "HEAD"], cwd) or None,
-        dirty=bool(status) if status is not None else None,
-    )
+    """The repository holding ``path``; a Ray job's working_dir has no .git, so OPENLAB_GIT_COMMIT is honoured."""
+    g = gitinfo.git_state(path)
+    return GitInfo(commit=g.commit, remote=g.remote, branch=g.branch, dirty=g.dirty)
 
 
 def repo_root(path: str | Path) -> Path | None:
-    p = Path(path).resolve()
-    top = _git(["rev-parse", "--show-toplevel"], p if p.is_dir() else p.parent)
-    return Path(top) if top else None
+    return gitinfo.repo_root(path)
 
 
 def user() -> str | None:
