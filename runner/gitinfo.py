@@ -32,16 +32,14 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 def git_state(path: str | Path) -> GitState:
     """Git state of the repository holding ``path``, or of the archive the environment describes."""
+    env_commit = os.environ.get("OPENLAB_GIT_COMMIT") or None
+    if env_commit:
+        return GitState(commit=env_commit, remote=os.environ.get("OPENLAB_GIT_REMOTE") or None, dirty=False)
     p = Path(path).resolve()
     cwd = p if p.is_dir() else p.parent
     commit = _git(["rev-parse", "HEAD"], cwd) if cwd.exists() else None
     if commit is None:
-        env_commit = os.environ.get("OPENLAB_GIT_COMMIT") or None
-        return GitState(
-            commit=env_commit,
-            remote=os.environ.get("OPENLAB_GIT_REMOTE") or None,
-            dirty=False if env_commit else None,
-        )
+        return GitState()
     status = _git(["status", "--porcelain", "--untracked-files=no"], cwd)
     return GitState(
         commit=commit,
