@@ -20,6 +20,7 @@ from bot.reports.collect import Snapshot  # noqa: E402
 from bot.reports.model import Overlay  # noqa: E402
 from bot.reports.render import write_reports  # noqa: E402
 from leaderboard.execution_pages import write_execution_pages  # noqa: E402
+from runner.executor.dispatch import run_id  # noqa: E402
 from tests.browse.records import write_launch  # noqa: E402
 
 BOT = "openlab[bot]"
@@ -36,7 +37,7 @@ def snapshot(n: int) -> Snapshot:
             pr = n + i
             pulls.append({"number": pr, "title": f"exp{i}", "body": f"Preregistration: #{i}", "state": "open",
                           "merged_at": None, "html_url": f"https://github.com/lab/x/pull/{pr}", "head_ref": f"exp{i}-x"})
-            rid = f"olr-{i:020x}"
+            rid = run_id("lab/x", pr, f"{i:040x}", f"experiments/exp{i}_x.py", 1)
             comments.append({"issue_number": pr, "user": BOT, "html_url": "",
                              "body": f"<!-- openlab:run:{rid} -->\nW&B https://wandb.ai/lab/openlab/runs/{rid}"})
             comments.append({"issue_number": pr, "user": "bob", "body": "/run", "html_url": ""})
@@ -53,7 +54,8 @@ def main() -> None:
     snap = snapshot(args.issues)
     store = str(tmp / "store")
     for i in range(args.launches):
-        write_launch(store, f"olr-{i + 1:020x}", {"ingest": "succeeded", "tokenize": "succeeded", "filter": "running"})
+        rid = run_id("lab/x", args.issues + i + 1, f"{i + 1:040x}", f"experiments/exp{i + 1}_x.py", 1)
+        write_launch(store, rid, {"ingest": "succeeded", "tokenize": "succeeded", "filter": "running"})
     t0 = time.perf_counter()
     views, warnings = write_execution_pages(store, tmp / "site")
     t1 = time.perf_counter()

@@ -7,7 +7,6 @@ Actions are serialised into the ledger with their delivery, so a restart resumes
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -137,6 +136,10 @@ ACTIONS = TypeAdapter(list[Action])
 
 
 def run_id(repo: str, pr: int, sha: str, experiment: str, attempt: int) -> str:
-    """DESIGN principle 3: the run id (and Ray submission_id) is a pure function of what is run."""
-    digest = hashlib.sha256(f"{repo}\0{pr}\0{sha}\0{experiment}\0{attempt}".encode()).hexdigest()
-    return f"olr-{digest[:20]}"
+    """DESIGN principle 3: the run id (and Ray submission_id) is a pure function of what is run.
+
+    The runner owns the formula (``openlab submit`` uses the same one), so the bot and a manual submission agree.
+    """
+    from runner.executor.dispatch import run_id as runner_run_id
+
+    return runner_run_id(repo, pr, sha, experiment, attempt)

@@ -12,6 +12,7 @@ from typing import Any
 from bot.reports.collect import Snapshot
 from bot.reports.model import ExperimentReport, Group, Link, Overlay, Status
 from leaderboard.execution_pages import page_name
+from runner.executor.dispatch import RUN_ID_PATTERN
 
 MARKER = re.compile(r"<!--\s*openlab:([a-z0-9_-]+):([^\s>]*)\s*-->")
 WANDB = re.compile(r"https://wandb\.ai/[A-Za-z0-9_.\-/]+")
@@ -19,7 +20,7 @@ PREREG = re.compile(r"(?i)preregistration:\s*#(\d+)|\b(?:closes|fixes|resolves|r
 BRANCH = re.compile(r"(?i)(?:^|/)exp-?(\d+)(?:[_-]|$)")
 CONCLUSION = re.compile(r"(?im)^#{1,4}\s*conclusions?\s*$")
 HEADING = re.compile(r"(?m)^#{1,6}\s")
-RUN_ID = re.compile(r"\bolr-[0-9a-f]{8,}\b")
+RUN_ID = re.compile(rf"\b{RUN_ID_PATTERN}\b")
 MAX_CONCLUSION = 600
 
 

@@ -63,19 +63,21 @@ def _slug(text: str, limit: int) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "x"
 
 
-def run_id(repo: str, pr: int | None, sha: str, experiment: str, attempt: int = 1) -> str:
-    """The run id (and Ray submission id) of one attempt: readable, and unique per its five inputs.
+RUN_ID_PATTERN = r"olr-[a-z0-9-]+-a\d+-[0-9a-f]{10}"
 
-    ``openlab-<repo>-pr<N>-<sha8>-<experiment stem>-a<attempt>-<hash6>``; the hash covers the exact inputs,
-    so two repos or experiment paths that slug alike still differ.
+
+def run_id(repo: str, pr: int | None, sha: str, experiment: str, attempt: int = 1) -> str:
+    """The run id (= Ray submission id = W&B run id) of one attempt: readable, short, unique per its inputs.
+
+    ``olr-<experiment stem>-pr<N>-<sha7>-a<attempt>-<hash10>``, at most 64 characters (ledger column, W&B id);
+    the hash covers the exact five inputs (repo included), so ids that read alike still differ.
     """
     if attempt < 1:
         raise ValueError("attempt counts from 1")
     exact = "\0".join([repo, str(pr), sha.lower(), experiment, str(attempt)])
-    digest = hashlib.sha256(exact.encode()).hexdigest()[:6]
+    digest = hashlib.sha256(exact.encode()).hexdigest()[:10]
     pr_part = f"pr{pr}" if pr is not None else "main"
-    stem = Path(experiment).stem
-    return f"openlab-{_slug(repo, 40)}-{pr_part}-{sha.lower()[:8]}-{_slug(stem, 40)}-a{attempt}-{digest}"
+    return f"olr-{_slug(Path(experiment).stem, 20)}-{pr_part}-{sha.lower()[:7]}-a{attempt}-{digest}"
 
 
 def _address(address: str | None) -> str:

@@ -11,8 +11,11 @@ from bot.reports.collect import Snapshot
 from bot.reports.model import Overlay, load_overlay
 from bot.reports.render import write_reports
 from runner.errors import ConfigError
+from runner.executor.dispatch import run_id
 
 BOT = "openlab[bot]"
+RID1 = run_id("lab/x", 10, "a" * 40, "experiments/exp1_filter.py", 1)
+RID3 = run_id("lab/x", 11, "b" * 40, "experiments/speedrun/tiny/tiny.py", 1)
 
 
 def issue(n: int, labels: list[str], body: str = "", state: str = "open") -> dict:
@@ -85,11 +88,11 @@ def snapshot() -> Snapshot:
         comments=[
             comment(
                 10,
-                "<!-- openlab:run:olr-0123456789abcdef0123 -->\nRunning `olr-0123456789abcdef0123`, W&B https://wandb.ai/lab/openlab/runs/olr-0123456789abcdef0123",
+                f"<!-- openlab:run:{RID1} -->\nRunning `{RID1}`, W&B https://wandb.ai/lab/openlab/runs/{RID1}",
             ),
             comment(
                 11,
-                "<!-- openlab:results:olr-feedfacefeedfacefeed -->\nBPB 1.234 on val at 3.1e15 FLOPs.\n| a | b |",
+                f"<!-- openlab:results:{RID3} -->\nBPB 1.234 on val at 3.1e15 FLOPs.\n| a | b |",
             ),
             comment(12, "<!-- openlab:results:forged -->\nforged", user="mallory"),
         ],
@@ -106,13 +109,13 @@ def test_statuses_links_and_groups() -> None:
             snapshot(),
             Overlay(),
             BOT,
-            executions=[("olr-0123456789abcdef0123", "experiments/exp1_filter.py", "running")],
+            executions=[(RID1, "experiments/exp1_filter.py", "running")],
         )
     )
     assert set(rows) == {1, 2, 3, 4, 6}  # issue 5 is not an experiment
     assert rows[1][1].status == "running" and rows[1][0] == "data"
-    assert rows[1][1].wandb[0].url == "https://wandb.ai/lab/openlab/runs/olr-0123456789abcdef0123"
-    assert rows[1][1].executions[0].url == "../executions/olr-0123456789abcdef0123.html"
+    assert rows[1][1].wandb[0].url == f"https://wandb.ai/lab/openlab/runs/{RID1}"
+    assert rows[1][1].executions[0].url == f"../executions/{RID1}.html"
     assert rows[2][1].status == "done" and rows[2][1].conclusion_source == "issue"
     assert rows[3][1].status == "done" and rows[3][1].conclusion == "BPB 1.234 on val at 3.1e15 FLOPs."
     assert rows[4][1].status == "needs-info"

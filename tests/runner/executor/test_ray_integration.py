@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -153,6 +154,7 @@ def test_cancel_stops_a_running_job(ray_head: str, tmp_path: Path) -> None:
 def test_run_id_is_pure_and_distinct() -> None:
     a = dispatch.run_id("lab/repo", 7, "ABCDEF1234567890", "experiments/exp12_x.py", 1)
     assert a == dispatch.run_id("lab/repo", 7, "abcdef1234567890", "experiments/exp12_x.py", 1)
-    assert a.startswith("openlab-lab-repo-pr7-abcdef12-exp12-x-a1-")
+    assert a.startswith("olr-exp12-x-pr7-abcdef1-a1-") and len(a) <= 64
+    assert re.fullmatch(dispatch.RUN_ID_PATTERN, a)
     assert a != dispatch.run_id("lab-repo", 7, "abcdef1234567890", "experiments/exp12_x.py", 1)
     assert a != dispatch.run_id("lab/repo", 7, "abcdef1234567890", "experiments/exp12_x.py", 2)
