@@ -119,5 +119,6 @@ def sandbox(host: str, port: int) -> None:
 def commands() -> list[click.Command]:
     from bot.keys_cli import keygen
     from bot.reconcile_cli import reconcile_cmd
+    from bot.reports.cli import reports
 
-    return [serve, event, sandbox, reconcile_cmd, keygen]
+    return [serve, event, sandbox, reconcile_cmd, keygen, reports]

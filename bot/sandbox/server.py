@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 
 from bot.sandbox import shapes
 from bot.sandbox.control import add_control_routes
+from bot.sandbox.listings import add_listing_routes
 from bot.sandbox.state import SandboxState, Thread
 
 
@@ -57,6 +58,7 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
         return resp
 
     _add_app_routes(app, st)
+    add_listing_routes(app, st)  # before /issues/{n}: "/issues/comments" is a listing, not an issue
     _add_issue_routes(app, st)
     _add_pull_routes(app, st)
     _add_repo_routes(app, st)
@@ -176,18 +178,6 @@ def _add_pull_routes(app: FastAPI, st: SandboxState) -> None:
         if t is None or t.pull is None:
             return _err(404, "Not Found")
         return st.pull_files(t)[(page - 1) * per_page: page * per_page]
-
-    @app.get("/repos/{o}/{r}/pulls")
-    def list_pulls(o: str, r: str, head: str = "", state: str = "open") -> Any:
-        out = []
-        for (repo, _), t in sorted(st.threads.items()):
-            if repo != f"{o}/{r}" or t.pull is None or (state != "all" and t.state != state):
-                continue
-            owner = t.pull.get("fork_owner") or o
-            if head and head != f"{owner}:{t.pull['head_ref']}":
-                continue
-            out.append(st.pull_shape(t))
-        return out
 
     @app.post("/repos/{o}/{r}/pulls", status_code=201)
     async def create_pull(o: str, r: str, request: Request) -> Any:
