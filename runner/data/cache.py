@@ -71,12 +71,13 @@ def default_cache_root() -> str:
     return os.environ.get("OPENLAB_CACHE_DIR") or os.path.expanduser("~/.cache/openlab/tokens")
 
 
-def _kvstore(url: str) -> str:
+def kvstore_url(url: str) -> str:
+    """A tensorstore kvstore URL: ``gs://...`` as is, a local path as ``file://<absolute>`` (shared with checkpoints)."""
     return url if "://" in url else "file://" + os.path.abspath(url)
 
 
 def _spec(url: str, dtype: str | None = None, n: int | None = None) -> dict:
-    spec: dict = {"driver": "zarr3", "kvstore": _kvstore(url)}
+    spec: dict = {"driver": "zarr3", "kvstore": kvstore_url(url)}
     if n is not None:
         chunk = max(1, min(n, 1 << 22))
         spec["metadata"] = {

@@ -1,7 +1,9 @@
-"""Checkpoints: exact round trip, keep-last-N, corrupt/mismatched files, and a failed write losing nothing."""
+"""Checkpoints: exact round trip, keep-last-N, corrupt/mismatched/half-written checkpoints, a failed write
+losing nothing, and sharded (DP/FSDP on 4 CPU devices) state written per shard."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.checkpoint import Checkpointer
+from runner.checkpoint import MANIFEST, Checkpointer
 from runner.config import parse_config
 from runner.errors import CheckpointError
 from tests.runner.conftest import REPO, sub_env, tiny
@@ -22,7 +24,12 @@ def _state(seed: int) -> dict:
         "params": {"w": rng.standard_normal((4, 3)).astype(np.float32), "b": rng.standard_normal(3).astype(np.float32)},
         "step": np.int32(seed),
         "key": np.array([1, seed], np.uint32),
+        "mu": np.zeros((2, 2), np.float32),  # all-zero chunks must be stored, or a read would find them missing
     }
+
+
+def _chunk_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and "c" in p.relative_to(folder).parts)
 
 
 def test_round_trip_is_bit_exact_and_keeps_last_n(tmp_path: Path) -> None:
@@ -31,13 +38,44 @@ def test_round_trip_is_bit_exact_and_keeps_last_n(tmp_path: Path) -> None:
     for step in (1, 2, 3):
         ck.save(_state(step), step, cfg, training_seconds=step * 1.5)
     assert ck.steps() == [2, 3]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_00000002", "step_00000003"]
     r = ck.restore_latest(_state(0), cfg)
-    assert r is not None and r.step == 3 and r.training_seconds == 4.5
+    assert r is not None and r.step == 3 and r.training_seconds == 4.5 and r.path.endswith("step_00000003")
     want = _state(3)
     for k in ("w", "b"):
         assert r.state["params"][k].tobytes() == want["params"][k].tobytes()
-    assert np.array_equal(r.state["key"], want["key"])
-    assert not list(tmp_path.glob(".*tmp"))
+    assert np.array_equal(r.state["key"], want["key"]) and r.state["key"].dtype == np.uint32
+    assert r.state["step"] == 3 and r.state["step"].dtype == np.int32 and not r.state["mu"].any()
+    # One zarr3 array per leaf, each chunk checksummed; the manifest names the write folder.
+    manifest = json.loads((tmp_path / "step_00000003" / MANIFEST).read_text())
+    arrays = tmp_path / "step_00000003" / manifest["write_id"]
+    assert len(list(arrays.iterdir())) == len(manifest["leaves"]) == 5
+    meta = json.loads((arrays / "leaf_00000" / "zarr.json").read_text())
+    assert [c["name"] for c in meta["codecs"]] == ["bytes", "crc32c"]
+
+
+def test_keep_one_never_deletes_the_newest(tmp_path: Path) -> None:
+    cfg = parse_config(tiny())
+    ck = Checkpointer(str(tmp_path), keep=1)
+    for step in (5, 6):
+        ck.save(_state(step), step, cfg, 0.0)
+        assert ck.steps() == [step]
+    ck.save(_state(7), 6, cfg, 0.0)  # the same step saved again replaces it whole
+    assert ck.steps() == [6] and ck.restore_latest(_state(0), cfg).state["step"] == 7  # type: ignore[union-attr]
+    assert len([p for p in (tmp_path / "step_00000006").iterdir() if p.is_dir()]) == 1
+
+
+def test_half_written_checkpoint_is_invisible_and_cleaned_up(tmp_path: Path) -> None:
+    """A writer killed before its manifest leaves a folder that is not a checkpoint; the next save removes it."""
+    cfg = parse_config(tiny())
+    ck = Checkpointer(str(tmp_path), keep=3)
+    ck.save(_state(1), 1, cfg, 0.0)
+    ck.save(_state(2), 2, cfg, 0.0)
+    (tmp_path / "step_00000002" / MANIFEST).unlink()  # as if killed just before publishing
+    assert ck.steps() == [1]
+    assert ck.restore_latest(_state(0), cfg).step == 1  # type: ignore[union-attr]
+    ck.save(_state(3), 3, cfg, 0.0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_00000001", "step_00000003"]
 
 
 def test_corrupt_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
@@ -45,17 +83,23 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
     ck = Checkpointer(str(tmp_path), keep=3)
     ck.save(_state(1), 1, cfg, 0.0)
     ck.save(_state(2), 2, cfg, 0.0)
-    p = Path(ck.path(2))
-    blob = bytearray(p.read_bytes())
-    blob[200] ^= 0xFF  # flip a byte inside the array data
-    p.write_bytes(bytes(blob))
-    with pytest.raises(CheckpointError, match="step_00000002.npz is corrupt"):
+    folder = Path(ck.path(2))
+    chunk = _chunk_files(folder)[0]
+    original = chunk.read_bytes()
+    flipped = bytearray(original)
+    flipped[2] ^= 0xFF  # one bit pattern inside the array data: only the crc32c can tell
+    chunk.write_bytes(bytes(flipped))
+    with pytest.raises(CheckpointError, match=r"step_00000002 is corrupt \(.*[Dd]igest mismatch"):
         ck.restore_latest(_state(0), cfg)
-    p.write_bytes(b"not a zip")
-    with pytest.raises(CheckpointError, match="is corrupt"):
+    chunk.unlink()  # a lost chunk is an error, never silent zeros
+    with pytest.raises(CheckpointError, match=r"step_00000002 is corrupt \(.*missing"):
         ck.restore_latest(_state(0), cfg)
-    assert Path(ck.path(1)).exists()
-    assert ck.restore(1, _state(0), cfg).step == 1
+    chunk.write_bytes(original)
+    assert ck.restore_latest(_state(0), cfg).step == 2  # type: ignore[union-attr]
+    (folder / MANIFEST).write_text('{"format": 2, "step":')
+    with pytest.raises(CheckpointError, match=r"step_00000002 is corrupt \(manifest"):
+        ck.restore_latest(_state(0), cfg)
+    assert ck.steps() == [1, 2] and ck.restore(1, _state(0), cfg).step == 1
 
 
 def test_mismatched_config_names_the_field(tmp_path: Path) -> None:
@@ -94,7 +138,58 @@ def test_failed_write_keeps_earlier_checkpoints(tmp_path: Path) -> None:
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=sub_env(), timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "cannot write checkpoint" in r.stdout and "earlier checkpoints kept (step 1)" in r.stdout
-    assert [p.name for p in tmp_path.iterdir()] == ["step_00000001.npz"]
+    assert "cannot write checkpoint" in r.stdout and "disk full; earlier checkpoints kept (step 1)" in r.stdout
+    assert r.stdout.count("\n") == 1, r.stdout
+    assert [p.name for p in tmp_path.iterdir()] == ["step_00000001"]
     ck = Checkpointer(str(tmp_path), keep=1)
     assert ck.restore_latest({"w": np.zeros(10, np.float32)}, parse_config(tiny())).step == 1  # type: ignore[union-attr]
+
+
+_SHARDED = """
+import json, sys
+import jax, numpy as np
+from runner.checkpoint import Checkpointer
+from runner.config import parse_config
+from runner.optim import make_optimizer
+from runner.parallel import make_mesh
+from runner.trainstep import abstract_state, init_state, place_state
+from tests.runner.conftest import tiny
+
+out = {}
+for mode in ("data", "fsdp"):
+    cfg = parse_config(tiny(**{"train.parallelism": mode}))
+    tx, _ = make_optimizer(cfg.optimizer, cfg.schedule, cfg.train.steps)
+    abstract, shardings = abstract_state(cfg, tx, make_mesh())
+    state = init_state(cfg, tx, shardings)
+    ck = Checkpointer(sys.argv[1] + "/" + mode, keep=1)
+    ck.save(state, 3, cfg, 1.0)
+    back = place_state(ck.restore_latest(abstract, cfg).state, shardings)
+    same = all(np.asarray(a).tobytes() == np.asarray(b).tobytes()
+               for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(back), strict=True))
+    emb = next(l for l in ck.arrays(3)[0].leaves if l.path == "['params']['embedding']")
+    out[mode] = {"same": same, "embed": [emb.shape, emb.chunks]}
+    np.savez(sys.argv[1] + "/" + mode + ".npz", *[np.asarray(x) for x in jax.tree.leaves(state)])
+print(json.dumps(out))
+"""
+
+
+def test_sharded_state_on_four_devices_is_written_per_shard(tmp_path: Path) -> None:
+    """FSDP shards go to one chunk each (every shard written by its holder, no gather); data-parallel
+    (replicated) leaves to a single chunk. Both restore bit for bit, on 4 devices and on 1."""
+    env = sub_env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    r = subprocess.run([sys.executable, "-c", _SHARDED, str(tmp_path)], capture_output=True, text=True, env=env,
+                       cwd=REPO, timeout=240)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    vocab, hidden = tiny()["model"]["vocab_size"], tiny()["model"]["hidden_dim"]
+    assert res["data"] == {"same": True, "embed": [[vocab, hidden], [vocab, hidden]]}
+    assert res["fsdp"] == {"same": True, "embed": [[vocab, hidden], [vocab // 4, hidden]]}
+    manifest = json.loads((tmp_path / "fsdp" / "step_00000003" / MANIFEST).read_text())
+    embed = next(i for i, leaf in enumerate(manifest["leaves"]) if leaf["path"] == "['params']['embedding']")
+    folder = tmp_path / "fsdp" / "step_00000003" / manifest["write_id"] / f"leaf_{embed:05d}"
+    assert len(_chunk_files(folder)) == 4
+    for mode in ("data", "fsdp"):  # this process has one device: the sharded checkpoint reads back whole
+        _, arrays = Checkpointer(str(tmp_path / mode), keep=1).arrays(3)
+        with np.load(tmp_path / f"{mode}.npz") as z:
+            want = [z[f"arr_{i}"] for i in range(len(z.files))]
+        assert [a.tobytes() for a in arrays] == [w.tobytes() for w in want]

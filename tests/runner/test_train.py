@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runner.checkpoint import MANIFEST, Checkpointer
 from runner.schema import dumps_results, load_results, loads_results
 from tests.runner.conftest import OPENLAB, REPO, openlab, sub_env, tiny, write_config
 
@@ -22,8 +24,12 @@ def _metrics(out: Path) -> list[dict]:
 
 
 def _final_leaves(out: Path, step: int) -> list[np.ndarray]:
-    with np.load(out / "checkpoints" / f"step_{step:08d}.npz") as z:
-        return [z[k] for k in sorted(z.files) if k != "__meta__"]
+    return Checkpointer(str(out / "checkpoints"), keep=1).arrays(step)[1]
+
+
+def _published(out: Path, step: int) -> Path:
+    """The manifest of checkpoint ``step``: it exists once the checkpoint is complete."""
+    return out / "checkpoints" / f"step_{step:08d}" / MANIFEST
 
 
 def test_train_writes_valid_results_and_round_trips(tmp_path: Path) -> None:
@@ -53,14 +59,16 @@ def test_train_writes_valid_results_and_round_trips(tmp_path: Path) -> None:
     again_res = load_results(out / "results.json")
     assert again_res.bpb == res.bpb and again_res.run_id == run_id  # same run id across attempts
 
-    # A corrupt latest checkpoint stops the run with one line and deletes nothing.
-    latest = out / "checkpoints" / "step_00000012.npz"
-    latest.write_bytes(latest.read_bytes()[:1000])
+    # A corrupt latest checkpoint (a truncated chunk) stops the run with one line and deletes nothing.
+    latest = out / "checkpoints" / "step_00000012"
+    chunk = max((p for p in latest.rglob("*") if p.is_file() and "c" in p.relative_to(latest).parts),
+                key=lambda p: p.stat().st_size)
+    chunk.write_bytes(chunk.read_bytes()[:100])
     r = openlab("train", str(cfg), "--out", str(out))
-    assert r.returncode == 2 and "step_00000012.npz is corrupt" in r.stderr and r.stderr.count("\n") == 1
-    assert (out / "checkpoints" / "step_00000006.npz").exists() and latest.exists()
+    assert r.returncode == 2 and "step_00000012 is corrupt" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert _published(out, 6).exists() and _published(out, 12).exists() and chunk.exists()
     # A checkpoint from a different config is refused, naming the field.
-    latest.unlink()
+    shutil.rmtree(latest)
     other = write_config(tmp_path / "d.yaml", tiny(**{"train.steps": 12, "train.checkpoint_every": 6,
                                                       "train.eval_every": 6, "train.seed": 9}))
     r = openlab("train", str(other), "--out", str(out))
@@ -71,7 +79,7 @@ def _start_and_signal(cfg: Path, out: Path, step: int, sig: int) -> subprocess.P
     """Start `openlab train`, wait for checkpoint ``step`` to appear, then send ``sig`` mid-run."""
     proc = subprocess.Popen([*OPENLAB, "train", str(cfg), "--out", str(out)], cwd=REPO, env=sub_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    target = out / "checkpoints" / f"step_{step:08d}.npz"
+    target = _published(out, step)
     deadline = time.monotonic() + 180
     while not target.exists():
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
@@ -99,7 +107,7 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path: Path) -> None:
     err = stopped.stderr.read().decode() if stopped.stderr else ""
     assert stopped.returncode == 2 and "stopped by signal at step" in err, err
     at = int(err.split("at step ")[1].split(";")[0])
-    assert (resumed / "checkpoints" / f"step_{at:08d}.npz").exists() and at < steps
+    assert _published(resumed, at).exists() and at < steps
     r = openlab("train", str(cfg), "--out", str(resumed))
     assert r.returncode == 0, r.stderr
 
