@@ -98,6 +98,18 @@ class RevokeApprovals(_A):
     reason: str
 
 
+class RecordPlan(_A):
+    """What `openlab plan` said of one experiment at one SHA: the dispatcher checks budgets against it."""
+
+    type: Literal["record_plan"] = "record_plan"
+    pr: int
+    sha: str
+    experiment: str
+    model_flops: float | None = None
+    tokens: int | None = None
+    error: str | None = None
+
+
 class DispatchRun(_A):
     """Start one experiment at exactly `sha`. The ledger records it as queued; a Dispatcher submits it."""
 
@@ -129,7 +141,7 @@ class SyncRunsComment(_A):
 
 Action = Annotated[
     UpsertComment | AddLabels | RemoveLabel | UpsertCheckRun | React | CreateStarter | RecordPreregistration
-    | RecordApproval | RevokeApprovals | DispatchRun | CancelRun | SyncRunsComment,
+    | RecordApproval | RevokeApprovals | RecordPlan | DispatchRun | CancelRun | SyncRunsComment,
     Field(discriminator="type"),
 ]
 ACTIONS = TypeAdapter(list[Action])

@@ -201,6 +201,11 @@ class RayDispatcher:
         if head != run["sha"]:
             return (f"the PR head moved to `{head[:7]}` after `{run['sha'][:7]}` was approved; "
                     "approve the new head with `/run`")
+        planned = self.s.ledger.plan(run["repo"], run["sha"], run["experiment"])
+        if planned and planned.get("error"):
+            return f"the plan of `{run['experiment']}` failed at `{run['sha'][:7]}`: {planned['error']}"
+        if planned and planned.get("model_flops") and report.planned_flops is None:
+            report.planned_flops = float(planned["model_flops"])
         issue = self._preregistration(run, pull)
         report.preregistration = issue
         prereg = self.s.ledger.preregistration(run["repo"], issue) if issue else None

@@ -113,6 +113,10 @@ class Executor:
         self.ledger.upsert_preregistration(a.repo, a.issue_number, form=a.form, status=a.status, title=a.title,
                                            slug=a.slug, fields=a.fields, track=a.track, planned_flops=a.planned_flops)
 
+    def _record_plan(self, a: A.RecordPlan) -> None:
+        self.ledger.record_plan(a.repo, a.sha, a.experiment, pr=a.pr, model_flops=a.model_flops, tokens=a.tokens,
+                                error=a.error)
+
     def _record_approval(self, a: A.RecordApproval) -> None:
         self.ledger.record_approval(a.repo, a.pr, a.sha, a.approved_by, a.via)
 

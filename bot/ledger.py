@@ -108,6 +108,17 @@ runs = Table(
     Column("updated_at", Float, nullable=False),
     Column("detail", Text),
 )
+plans = Table(
+    "plans", metadata,
+    Column("repo", String(200), primary_key=True),
+    Column("sha", String(64), primary_key=True),
+    Column("experiment", String(300), primary_key=True),
+    Column("pr", Integer, nullable=False),
+    Column("model_flops", Float),
+    Column("tokens", Integer),
+    Column("error", Text),
+    Column("updated_at", Float, nullable=False),
+)
 comments = Table(
     "comments", metadata,
     Column("repo", String(200), primary_key=True),
@@ -278,6 +289,22 @@ class Ledger:
         if row is None:
             return None
         return {**row, "fields": json.loads(row["fields"])}
+
+    def record_plan(self, repo: str, sha: str, experiment: str, **values: Any) -> None:
+        key = (plans.c.repo == repo) & (plans.c.sha == sha) & (plans.c.experiment == experiment)
+        values = {**values, "updated_at": time.time()}
+        with self.engine.begin() as conn:
+            if conn.execute(select(plans.c.repo).where(key)).first():
+                conn.execute(update(plans).where(key).values(**values))
+            else:
+                conn.execute(insert(plans).values(repo=repo, sha=sha, experiment=experiment, **values))
+
+    def plan(self, repo: str, sha: str, experiment: str) -> dict[str, Any] | None:
+        """The recorded plan of ``experiment`` at ``sha`` (None if it was never planned there)."""
+        key = (plans.c.repo == repo) & (plans.c.sha == sha) & (plans.c.experiment == experiment)
+        with self.engine.connect() as conn:
+            row = conn.execute(select(plans).where(key)).mappings().first()
+        return dict(row) if row else None
 
     def record_approval(self, repo: str, pr: int, sha: str, approved_by: str, via: str) -> None:
         try:

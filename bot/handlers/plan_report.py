@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from bot.actions import Action, UpsertCheckRun, UpsertComment
+from bot.actions import Action, RecordPlan, UpsertCheckRun, UpsertComment
 from bot.linking import ExperimentFile
 from bot.plan_sandbox import PlanOutcome
 from bot.render import fmt_flops, render_comment
@@ -44,7 +44,16 @@ def plan_actions(repo: str, pr: int, sha: str, experiments: tuple[ExperimentFile
                  plans: dict[str, PlanOutcome], prereg: dict[int, str], prereg_flops: dict[int, float | None],
                  config: RepoConfig) -> list[Action]:
     views, problems = [], []
+    records: list[Action] = []
     for e in experiments:
+        outcome = plans.get(e.path)
+        if outcome is not None:
+            records.append(RecordPlan(
+                repo=repo, pr=pr, sha=sha, experiment=e.path,
+                model_flops=outcome.plan.total_model_flops if outcome.plan else None,
+                tokens=outcome.plan.total_tokens if outcome.plan else None,
+                error=None if outcome.plan else (outcome.error or "plan failed"),
+            ))
         cap = config.budgets.max_flops_per_speedrun if "/speedrun/" in e.path else config.budgets.max_flops_per_run
         planned = prereg_flops.get(e.issue) if e.issue is not None else None
         budget = min(cap, planned) if planned else cap
@@ -63,6 +72,7 @@ def plan_actions(repo: str, pr: int, sha: str, experiments: tuple[ExperimentFile
              f"{len(views)} experiment(s) planned" if ok else f"{len(problems)} problem(s)")
     summary = body.split("\n", 1)[1] if "\n" in body else body
     return [
+        *records,
         UpsertCheckRun(repo=repo, head_sha=sha, name=CHECK_NAME, status="completed", conclusion=conclusion,
                        title=title, summary=summary, external_id=f"{repo}#{pr}@{sha}"),
         UpsertComment(repo=repo, issue_number=pr, kind="plan", key=str(pr), body=body),

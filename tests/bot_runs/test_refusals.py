@@ -80,3 +80,37 @@ def test_uninstalling_the_app_cancels_its_runs(lab_factory) -> None:
     assert lab.services.ledger.run(run["run_id"])["status"] == "cancelled"
     report = lab.services.states.get(run["run_id"])
     assert report.outcome == "cancelled" and "uninstalled" in (report.reason or "")
+
+
+def _record(lab, pr: int, **plan) -> str:  # type: ignore[no-untyped-def]
+    from bot.actions import RecordPlan
+
+    with lab.state.lock:
+        t = lab.state.threads[(LAB, pr)]
+        sha = t.pull["head_sha"]
+        files = lab.state.repos[LAB].commits[sha]
+    experiment = next(p for p in files if p.startswith("experiments/speedrun/") and p.endswith(".py"))
+    _, executor = lab.bot.env_for(1)
+    executor.apply(RecordPlan(repo=LAB, pr=pr, sha=sha, experiment=experiment, **plan))
+    return experiment
+
+
+def test_plan_over_the_preregistered_budget_is_refused(lab_factory) -> None:
+    lab = lab_factory(None, serve_bot=False)
+    lab.services.ledger.upsert_preregistration(LAB, 1, form="speedrun", status="preregistered", title="t", slug="t",
+                                               fields={}, track=None, planned_flops=1e15)
+    pr = open_fault_pull(lab, "overbudget", "valid")
+    _record(lab, pr, model_flops=5e15, tokens=1000)  # what `openlab plan` said at this SHA
+    run = dispatch(lab, pr)
+    assert lab.services.ledger.run(run["run_id"])["status"] == "refused"
+    body = bot_comments(lab, pr, "run")[0]
+    assert "over the 1e+15 preregistered in issue 1" in body
+
+
+def test_failed_plan_at_the_sha_is_refused(lab_factory) -> None:
+    lab = lab_factory(None, serve_bot=False)
+    pr = open_fault_pull(lab, "badplan", "valid")
+    _record(lab, pr, error="SyntaxError at line 3")
+    run = dispatch(lab, pr)
+    assert lab.services.ledger.run(run["run_id"])["status"] == "refused"
+    assert "SyntaxError at line 3" in bot_comments(lab, pr, "run")[0]
