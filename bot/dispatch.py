@@ -270,11 +270,19 @@ class RayDispatcher:
         report.job_state = info.state.value
         report.dashboard_url = info.dashboard_url
         report.record_url = f"{self.s.prefix(config).rstrip('/')}/experiments/{run['run_id']}.json"
+        report.execution_url = execution_page_url(config.site_url, run["run_id"])
         if self.s.wandb_entity:
             report.wandb_url = f"https://wandb.ai/{self.s.wandb_entity}/{config.wandb_project}/runs/{run['run_id']}"
         report.last_error = None
         self.s.states.save(report)
         announce_running(self.s, run, report, info)
+
+
+def execution_page_url(site_url: str | None, run_id: str) -> str | None:
+    """Where the site publishes this run's execution page (`openlab reports build --prefix`)."""
+    from leaderboard.execution_pages import page_name
+
+    return f"{site_url.rstrip('/')}/executions/{page_name(run_id)}" if site_url else None
 
 
 def announce_running(s: RunServices, run: dict[str, Any], report: RunReport, info: JobInfo) -> None:

@@ -20,7 +20,7 @@ import logging
 import threading
 from typing import Any
 
-from bot.dispatch import RayDispatcher, RunServices
+from bot.dispatch import RayDispatcher, RunServices, execution_page_url
 from bot.github import GitHubError
 from bot.jobs import BackendUnavailable, JobInfo, JobState
 from bot.publish import PushRefused
@@ -167,6 +167,9 @@ class Reconciler:
         report.results = results.model_dump(mode="json")
         report.results_url = attested_url
         report.record_url = out.record_url
+        report.execution_url = report.execution_url or execution_page_url(
+            self.s.repo_config(run).site_url, run["run_id"]
+        )
         report.metrics = loss_points(out.metrics_text or "")
         report.outcome = "succeeded"
         report.reason = unsigned

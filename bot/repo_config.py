@@ -43,6 +43,10 @@ class RepoConfig(BaseModel):
     quotas: Quotas = Field(default_factory=Quotas, description="Active runs per PR/user/repo, FLOPs per month.")
     storage_prefix: str = "file://./artifacts"
     wandb_project: str = "openlab"
+    site_url: str | None = Field(
+        None, pattern=r"^https?://", description="Public URL of the lab's site (leaderboard, reports, execution "
+        "pages); run comments link each run's execution page there.",
+    )
     ray_address_env: str = "RAY_ADDRESS"
     experiments_dir: str = "experiments"
 

@@ -129,7 +129,9 @@ def render_run_comment(run: dict[str, Any], report: RunReport, *, status: str, s
         "experiment": run["experiment"], "sha": run["sha"], "attempt": run["attempt"],
         "requested_by": run["requested_by"],
         "wandb": wandb or link("W&B run", report.wandb_url),
-        "execution": link("Ray job", report.dashboard_url),
+        "execution": Markup(" · ").join(
+            x for x in (link("execution page", report.execution_url), link("Ray job", report.dashboard_url)) if x
+        ) or None,
         "provenance": link("experiment record", report.record_url),
         "notice": notice, "results": _results_ctx(results) if results else None,
         "curve": None, "failure": None, "log_tail": None, "commit_note": report.commit_note,

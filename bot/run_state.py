@@ -54,6 +54,7 @@ class RunReport(BaseModel):
     preregistration: int | None = None
     results_url: str | None = None
     record_url: str | None = None
+    execution_url: str | None = None
     results: dict[str, Any] | None = Field(default=None, description="The attested results, once read.")
     metrics: list[list[float]] = Field(default_factory=list, description="(step, loss) points for the curve.")
     committed_path: str | None = None
