@@ -91,17 +91,48 @@ def submit(
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_id", required=False)
 @_ray
 @click.option("--logs", "show_logs", is_flag=True, help="Print the job's logs to stderr too.")
-def status(run_id: str, ray_address: str | None, show_logs: bool) -> None:
-    """Print the state of the Ray job RUN_ID as JSON."""
+@click.option("--json", "as_json", is_flag=True, help="Without RUN_ID: print the active runs as JSON.")
+def status(run_id: str | None, ray_address: str | None, show_logs: bool, as_json: bool) -> None:
+    """Print the state of the Ray job RUN_ID as JSON; without RUN_ID, list the active runs (state, age, links)."""
     from runner.executor import dispatch
 
+    if run_id is None:
+        _list_active(dispatch.active(address=ray_address), dispatch.dashboard_url(ray_address), as_json)
+        return
     state = dispatch.status(run_id, address=ray_address)
     if show_logs:
         click.echo(dispatch.logs(run_id, address=ray_address), err=True)
     click.echo(state.model_dump_json(indent=2))
+
+
+def _list_active(jobs: list, dashboard: str, as_json: bool) -> None:  # type: ignore[type-arg]
+    import json
+    import os
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    entity, project = os.environ.get("WANDB_ENTITY"), os.environ.get("WANDB_PROJECT", "openlab")
+    rows = []
+    for j in jobs:
+        age = (now - j.start_time).total_seconds() if j.start_time else None
+        links = {"ray": f"{dashboard}/#/jobs/{j.run_id}"}
+        if entity:
+            links["wandb"] = f"https://wandb.ai/{entity}/{project}/runs/{j.run_id}"
+        rows.append({"run_id": j.run_id, "state": j.status, "age_s": age, "experiment": j.metadata.get("experiment"),
+                     "sha": j.metadata.get("sha"), "links": links})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        click.echo("no active runs")
+        return
+    for r in rows:
+        age = "?" if r["age_s"] is None else f"{int(r['age_s'] // 60)}m{int(r['age_s'] % 60):02d}s"
+        click.echo(f"{r['run_id']}  {r['state']:<8} {age:>8}  {r['experiment']}@{(r['sha'] or '')[:7]}  "
+                   + "  ".join(r["links"].values()))
 
 
 @click.command()

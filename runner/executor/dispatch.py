@@ -229,6 +229,30 @@ def status(run_id: str, *, address: str | None = None) -> JobState:
     )
 
 
+def active(*, address: str | None = None) -> list[JobState]:
+    """Every openlab job on the cluster that has not finished (submitted with our metadata), oldest first."""
+    client = _client(address)
+    try:
+        jobs = client.list_jobs()
+    except Exception as err:  # noqa: BLE001
+        raise DispatchError(f"list jobs at {_address(address)}: {_last_line(str(err))}") from None
+    out = []
+    for info in jobs:
+        meta = dict(info.metadata or {})
+        name = str(getattr(info.status, "value", info.status))
+        if not info.submission_id or "experiment" not in meta or "sha" not in meta or name in TERMINAL:
+            continue
+        out.append(JobState(run_id=info.submission_id, status=name, terminal=False,  # type: ignore[arg-type]
+                            message=info.message, entrypoint=info.entrypoint, start_time=_ts(info.start_time),
+                            end_time=None, metadata=meta))
+    return sorted(out, key=lambda j: (j.start_time is None, j.start_time or datetime.now(UTC)))
+
+
+def dashboard_url(address: str | None = None) -> str:
+    """The Ray dashboard's base URL for links (the Jobs API address is the dashboard)."""
+    return _address(address).rstrip("/")
+
+
 def cancel(run_id: str, *, address: str | None = None) -> JobState:
     """Ask Ray to stop the job (asynchronous); return its state right after."""
     client = _client(address)

@@ -144,6 +144,10 @@ def test_cancel_stops_a_running_job(ray_head: str, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["sha"] == sha
     _wait(lambda: dispatch.status("cancel-me", address=ray_head).status == "RUNNING", 60, "the job to run")
+    listed = subprocess.run([OPENLAB, "status", "--json", "--ray", ray_head], capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    [row] = [r for r in json.loads(listed.stdout) if r["run_id"] == "cancel-me"]
+    assert row["state"] == "RUNNING" and row["age_s"] >= 0 and row["links"]["ray"].endswith("/#/jobs/cancel-me")
     res = subprocess.run([OPENLAB, "cancel", "cancel-me", "--ray", ray_head], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     _wait(lambda: dispatch.status("cancel-me", address=ray_head).status == "STOPPED", 60, "the job to stop")
