@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,48 +59,11 @@ def _free_port() -> int:
 @pytest.fixture(scope="package")
 def ray_head(executor_env: None) -> Iterator[str]:
     """A real `ray start --head --block` on 127.0.0.1 with token auth and a Jobs API; yields the dashboard URL."""
-    gcs, dash = _free_port(), _free_port()
-    temp = Path(
-        tempfile.mkdtemp(prefix="olray", dir="/tmp")
-    )  # short: Ray's unix socket paths are length-limited
-    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    env.pop("RAY_ADDRESS", None)
-    cmd = [
-        str(VENV_BIN / "ray"), "start", "--head", "--block", "--num-cpus=2",
-        "--node-ip-address=127.0.0.1", f"--port={gcs}", "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}",
-        "--disable-usage-stats", "--include-dashboard=true", f"--temp-dir={temp}",
-        # Every port explicit: another Ray on this machine (the embedded one, other suites') must not collide.
-        f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
-        f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}",
-        f"--ray-client-server-port={_free_port()}", f"--node-manager-port={_free_port()}",
-        f"--object-manager-port={_free_port()}",
-    ]  # fmt: skip
-    log = open(temp / "ray-start.log", "w")  # noqa: SIM115 - closed in teardown
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{dash}"
-    deadline = time.monotonic() + 90
-    from ray.job_submission import JobSubmissionClient
+    from runner.executor.local_head import start_head
 
-    while True:
-        try:
-            JobSubmissionClient(url).list_jobs()
-            break
-        except Exception:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.close()
-                raise RuntimeError(
-                    "ray head did not start: " + (temp / "ray-start.log").read_text()[-2000:]
-                ) from None
-            time.sleep(1)
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)  # `ray start --block` stops the processes it started
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5)
-    time.sleep(1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # whatever of that group is left
-    log.close()
-    shutil.rmtree(temp, ignore_errors=True)
+    head = start_head(num_cpus=2)
+    yield head.url
+    head.stop()
 
 
 def write_chain(dst: Path, **settings: object) -> Path:
