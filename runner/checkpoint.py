@@ -171,6 +171,19 @@ def _new_write_id() -> str:
     return "".join(f"{int(v):08x}" for v in raw)
 
 
+def _wait(futures: list[Any]) -> None:
+    """Wait for every future, then raise the first error: none may still be writing when a failed save is
+    cleaned up, or it would leave files behind."""
+    errors = []
+    for f in futures:
+        try:
+            f.result()
+        except Exception as err:
+            errors.append(err)
+    if errors:
+        raise errors[0]
+
+
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return (text[0] if text else type(err).__name__)[:200]
@@ -234,8 +247,7 @@ class Checkpointer:
 
     def _create(self, data: str, leaves: list[LeafRecord]) -> None:
         opens = [ts.open(_spec(store.join(data, f"leaf_{i:05d}"), leaf), create=True) for i, leaf in enumerate(leaves)]
-        for f in opens:
-            f.result()
+        _wait(opens)
 
     def _write(self, data: str, values: list[Any]) -> None:
         mine = [(i, pieces) for i, x in enumerate(values) if (pieces := _local_pieces(x))]
@@ -244,8 +256,7 @@ class Checkpointer:
         for opened, (_, pieces) in zip(opens, mine, strict=True):
             arr = opened.result()
             writes += [arr[idx].write(piece) for idx, piece in pieces]
-        for w in writes:
-            w.result()  # tensorstore's file kvstore fsyncs each chunk before this resolves
+        _wait(writes)  # tensorstore's file kvstore fsyncs each chunk before its write resolves
 
     def _publish(self, target: str, manifest: Manifest) -> None:
         self._verify(store.join(target, manifest.write_id), manifest.leaves)

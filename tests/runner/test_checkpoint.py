@@ -4,6 +4,7 @@ losing nothing, and sharded (DP/FSDP on 4 CPU devices) state written per shard."
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -193,3 +194,62 @@ def test_sharded_state_on_four_devices_is_written_per_shard(tmp_path: Path) -> N
         with np.load(tmp_path / f"{mode}.npz") as z:
             want = [z[f"arr_{i}"] for i in range(len(z.files))]
         assert [a.tobytes() for a in arrays] == [w.tobytes() for w in want]
+
+
+_MULTIHOST = """
+import json, resource, signal, sys
+import jax, numpy as np
+out, pid, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+jax.distributed.initialize(coordinator_address="127.0.0.1:" + port, num_processes=2, process_id=pid)
+from runner.checkpoint import Checkpointer
+from runner.config import parse_config
+from runner.errors import CheckpointError
+from runner.optim import make_optimizer
+from runner.parallel import make_mesh
+from runner.trainstep import abstract_state, init_state, place_state
+from tests.runner.conftest import tiny
+cfg = parse_config(tiny(**{"train.parallelism": "fsdp"}))
+tx, _ = make_optimizer(cfg.optimizer, cfg.schedule, cfg.train.steps)
+abstract, shardings = abstract_state(cfg, tx, make_mesh())
+state = init_state(cfg, tx, shardings)
+ck = Checkpointer(out, keep=2)
+ck.save(state, 3, cfg, 1.0)
+back = place_state(ck.restore_latest(abstract, cfg).state, shardings)
+same = all(np.asarray(a.data).tobytes() == np.asarray(b.data).tobytes()
+           for x, y in zip(jax.tree.leaves(state), jax.tree.leaves(back), strict=True)
+           for a, b in zip(x.addressable_shards, y.addressable_shards, strict=True))
+if pid == 1:  # only this host's disk fills up: both hosts must fail the save, and nothing is published
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))
+try:
+    ck.save(state, 4, cfg, 2.0)
+    failed = ""
+except CheckpointError as err:
+    failed = str(err)
+print(json.dumps({"pid": pid, "devices": jax.device_count(), "same": same, "failed": failed}))
+"""
+
+
+def test_two_processes_write_their_own_shards(tmp_path: Path) -> None:
+    """Two JAX processes (2 CPU devices each, FSDP over 4): each writes the shards it holds, restores them bit
+    for bit, and a write failing on one host fails the save on both with no checkpoint published."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env = sub_env(XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    procs = [subprocess.Popen([sys.executable, "-c", _MULTIHOST, str(tmp_path), str(pid), port], env=env, cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for pid in (0, 1)]
+    results = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=240)
+        assert p.returncode == 0, stderr
+        results.append(json.loads(stdout.strip().splitlines()[-1]))
+    assert [(r["pid"], r["devices"], r["same"]) for r in results] == [(0, 4, True), (1, 4, True)]
+    assert "disk full; earlier checkpoints kept (step 3)" in results[1]["failed"]
+    assert "another process failed to write its part; earlier checkpoints kept (step 3)" in results[0]["failed"]
+    assert [p.name for p in tmp_path.iterdir()] == ["step_00000003"]
+    manifest = json.loads((tmp_path / "step_00000003" / MANIFEST).read_text())
+    embed = next(i for i, leaf in enumerate(manifest["leaves"]) if leaf["path"] == "['params']['embedding']")
+    # Process 0 holds only two of the four shards: the other two chunks exist because process 1 wrote them.
+    assert len(_chunk_files(tmp_path / "step_00000003" / manifest["write_id"] / f"leaf_{embed:05d}")) == 4
+    assert manifest["processes"] == 2
