@@ -25,8 +25,8 @@ shards are written by the processes that own them, in parallel and without gathe
 is written once, by the holder of replica 0 (process 0 in practice). Process 0 creates the arrays' metadata
 first and, after all processes report success, verifies and publishes the manifest and prunes; every step
 ends with an all-process agreement, so a failure on any host fails the save on every host with nothing
-published. Restore reads whole arrays on every process (host memory bounds the state, as before);
-:func:`runner.trainstep.place_state` then keeps each device's shards.
+published (tested with two JAX processes on CPU). Restore reads whole arrays on every process (host memory
+bounds the state, as before); :func:`runner.trainstep.place_state` then keeps each device's shards.
 
 Why tensorstore rather than Orbax: tried side by side (orbax-checkpoint 0.12.8, tensorstore 0.1.86). Orbax's
 default OCDBT format restored a checkpoint with a flipped data byte silently with wrong values, left a
