@@ -117,8 +117,9 @@ def sandbox(host: str, port: int) -> None:
 
 
 def commands() -> list[click.Command]:
+    from bot.demo.cli import demo
     from bot.keys_cli import keygen
     from bot.reconcile_cli import reconcile_cmd
     from bot.reports.cli import reports
 
-    return [serve, event, sandbox, reconcile_cmd, keygen, reports]
+    return [serve, event, sandbox, reconcile_cmd, keygen, reports, demo]

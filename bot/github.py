@@ -161,6 +161,12 @@ class GitHubClient:
             return None
         return base64.b64decode(data.get("content", "")).decode("utf-8", errors="replace")
 
+    def list_dir(self, repo: str, path: str, ref: str | None = None) -> list[dict[str, Any]]:
+        """The immediate entries of a directory at ``ref`` (``type``, ``path``, ``size``); [] if it is none."""
+        data = self.request("GET", f"/repos/{repo}/contents/{quote(path)}", params={"ref": ref} if ref else None,
+                            ok_404=True)
+        return data if isinstance(data, list) else []
+
     def get_issue(self, repo: str, number: int) -> dict[str, Any] | None:
         return self.request("GET", f"/repos/{repo}/issues/{number}", ok_404=True)
 

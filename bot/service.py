@@ -37,7 +37,14 @@ class Metrics:
 
 
 class SandboxPlanner:
-    """App mode: fetch the PR's experiment files at the head SHA and plan each in the plan sandbox."""
+    """App mode: fetch the PR's experiment files at the head SHA and plan each in the plan sandbox.
+
+    An experiment may read files beside it (a speedrun's ``config.yaml``), so every file of its directory comes
+    along, within bounds (``MAX_SIBLINGS`` files of at most ``MAX_SIBLING_BYTES``; results are never needed).
+    """
+
+    MAX_SIBLINGS = 50
+    MAX_SIBLING_BYTES = 256 * 1024
 
     def __init__(self, gh: GitHubClient, timeout_s: float, memory_mb: int) -> None:
         self.gh, self.timeout_s, self.memory_mb = gh, timeout_s, memory_mb
@@ -46,12 +53,24 @@ class SandboxPlanner:
         out: dict[str, PlanOutcome] = {}
         with tempfile.TemporaryDirectory(prefix="openlab-checkout-") as tmp:
             files = {p: self.gh.get_contents(repo, p, ref=sha) or "" for p in paths}
+            for p in self._siblings(repo, sha, paths):
+                files.setdefault(p, self.gh.get_contents(repo, p, ref=sha) or "")
             try:
                 root = materialise(files, Path(tmp))
             except ValueError as err:
                 return {p: PlanOutcome(p, error=str(err)) for p in paths}
             for p in paths:
                 out[p] = run_plan(root, p, timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+        return out
+
+
+    def _siblings(self, repo: str, sha: str, paths: list[str]) -> list[str]:
+        out: list[str] = []
+        for folder in sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p}):
+            entries = [e for e in self.gh.list_dir(repo, folder, ref=sha)
+                       if e.get("type") == "file" and int(e.get("size") or 0) <= self.MAX_SIBLING_BYTES
+                       and not str(e.get("name", "")).endswith("results.json")]
+            out += [str(e["path"]) for e in entries[: self.MAX_SIBLINGS]]
         return out
 
 

@@ -9,8 +9,8 @@
   ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``) is set, or when ``OPENLAB_DISTRIBUTED=1`` asks JAX to
   auto-detect the cluster (Cloud TPU, SLURM, Open MPI). Every host then runs the same ``openlab train`` command;
   the mesh spans all hosts' devices, each host materialises only its own shards of each batch (batches are a
-  pure function of the step, so no data needs to move between hosts), and only process 0 writes results,
-  checkpoints and metrics.
+  pure function of the step, so no data needs to move between hosts), process 0 writes results and
+  metrics, and each process writes its own checkpoint shards (runner.checkpoint).
 """
 
 from __future__ import annotations

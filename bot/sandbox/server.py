@@ -205,6 +205,8 @@ def _add_repo_routes(app: FastAPI, st: SandboxState) -> None:
     @app.get("/repos/{o}/{r}/contents/{path:path}")
     def get_contents(o: str, r: str, path: str, ref: str | None = None) -> Any:
         files = st.resolve(f"{o}/{r}", ref) if f"{o}/{r}" in st.repos else None
+        if files is not None and path not in files and any(f.startswith(path.rstrip("/") + "/") for f in files):
+            return _directory(o, r, path.rstrip("/"), files)
         if files is None or path not in files:
             return _err(404, "Not Found")
         data = files[path].encode()
@@ -278,6 +280,24 @@ def _check_shape(o: str, r: str, cid: int, body: dict[str, Any]) -> dict[str, An
                    "annotations_count": 0, "annotations_url": f"{shapes.API}/repos/{o}/{r}/check-runs/{cid}/annotations"},
         "check_suite": {"id": 1}, "app": None, "pull_requests": [],
     }
+
+
+def _directory(o: str, r: str, path: str, files: dict[str, str]) -> list[dict[str, Any]]:
+    """GitHub's listing of a directory: its immediate children, files and sub-directories."""
+    children: dict[str, str] = {}
+    for f in files:
+        if f.startswith(path + "/"):
+            head, _, rest = f[len(path) + 1 :].partition("/")
+            children[head] = "dir" if rest else "file"
+    out = []
+    for name, kind in sorted(children.items()):
+        full = f"{path}/{name}"
+        u = f"{shapes.API}/repos/{o}/{r}/contents/{full}"
+        size = len(files[full].encode()) if kind == "file" else 0
+        out.append({"type": kind, "size": size, "name": name, "path": full, "sha": "0" * 40, "url": u,
+                    "git_url": None, "html_url": None, "download_url": None,
+                    "_links": {"self": u, "git": None, "html": None}})
+    return out
 
 
 def _public(obj: dict[str, Any]) -> dict[str, Any]:

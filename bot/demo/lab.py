@@ -1,0 +1,174 @@
+"""The demo's lab: every real component on embedded defaults, wired the way an operator would wire them.
+
+A local Ray head (Jobs API, loopback, token auth), the GitHub sandbox serving ``lab/openlab``, a real git
+repository behind it (so the Ray job runs exactly the approved commit), the bot's FastAPI app with its
+dispatcher and reconciler, a local store, and a fresh Ed25519 lab key. Nothing reaches the network.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.dispatch import RunServices, attach_to_bot
+from bot.jobs import RayJobs
+from bot.reconcile import Reconciler
+from bot.sandbox.driver import SandboxDriver
+from bot.sandbox.server import create_sandbox_app
+from bot.sandbox.state import SandboxState
+from bot.serving import ServedApp
+from runner import attest
+from runner.executor.local_head import LocalHead, start_head
+
+REPO = "lab/openlab"
+BOT = "openlab[bot]"
+TOKEN = "ghs_demo_installation_token"
+SECRET = "demo-webhook-secret-0123"
+SITE_URL = (
+    "https://lab.example/openlab"  # where the lab would publish its site; the transcript maps it to ./site
+)
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "openlab demo",
+        "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+        "GIT_COMMITTER_NAME": "openlab demo",
+        "GIT_COMMITTER_EMAIL": "demo@example.invalid",
+        "PATH": "/usr/bin:/bin",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
+
+
+def lab_files() -> dict[str, str]:
+    """The lab repository at the start: the issue forms, openlab.yml (with the site URL), a README."""
+    files = {
+        f".github/ISSUE_TEMPLATE/{p.name}": p.read_text()
+        for p in (PROJECT / ".github/ISSUE_TEMPLATE").glob("*.yml")
+    }
+    files[".github/openlab.yml"] = (PROJECT / ".github/openlab.yml").read_text() + f"site_url: {SITE_URL}\n"
+    files["README.md"] = "# lab/openlab\n\nAn open lab (demo).\n"
+    return files
+
+
+class DemoLab:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.git_dir = workdir / "lab-repo"
+        self.store = workdir / "store"
+        self.head: LocalHead | None = None
+        self.sandbox: ServedApp | None = None
+        self.server: ServedApp | None = None
+        self.state = SandboxState(bot_login=BOT)
+        self.driver: SandboxDriver
+        self.services: RunServices
+        self.reconciler: Reconciler
+        self.public_pem = b""
+
+    def start(self) -> DemoLab:
+        from bot.app import create_app
+        from bot.service import Bot
+        from bot.settings import BotSettings
+
+        if self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        self.git_dir.mkdir(parents=True)
+        self.head = start_head(num_cpus=2)
+        self.sandbox = ServedApp(create_sandbox_app(self.state)).start()
+        self.driver = SandboxDriver(self.sandbox.url, None, SECRET)
+        files = lab_files()
+        self.driver.setup_repo(
+            REPO, files=files, roles={"maria": "maintain", "ada": "read"}, tokens={TOKEN: BOT}
+        )
+        git(self.git_dir, "init", "-q", "-b", "main")
+        git(self.git_dir, "remote", "add", "origin", f"https://github.com/{REPO}.git")
+        self.commit("main", files)
+        private, self.public_pem = attest.generate_keypair()
+        (self.workdir / "openlab.pub").write_bytes(self.public_pem)
+        settings = BotSettings(
+            webhook_secrets=[SECRET],
+            ledger_url=f"sqlite:///{self.workdir / 'ledger.sqlite3'}",
+            github_api_url=self.sandbox.url,
+            write_interval_s=0.0,
+            plan_timeout_s=180,
+            bot_login=BOT,
+            worker=True,
+        )
+        bot = Bot(settings, token=TOKEN)
+        self.services = attach_to_bot(bot, RayJobs(address=self.head.url, dashboard_url=self.head.url))
+        self.services.storage_prefix = str(self.store)
+        self.services.source = str(self.git_dir)
+        self.services.signing_key = private
+        self.services.wandb_entity = "openlab-demo"
+        self.services.leaderboard_results = str(self.workdir / "leaderboard" / "**" / "results.json")
+        self.reconciler = Reconciler(self.services)
+        self.server = ServedApp(create_app(bot)).start()
+        self.driver.bot_url = self.server.url + "/webhook"
+        return self
+
+    def stop(self) -> None:
+        for part in (self.server, self.sandbox):
+            if part is not None:
+                part.stop()
+        if self.head is not None:
+            self.head.stop()
+
+    def commit(self, branch: str, files: dict[str, str], base: str | None = None) -> str:
+        """Commit ``files`` on ``branch`` of the real git repo and mirror the tree into the sandbox."""
+        git(self.git_dir, "checkout", "-q", "-B", branch, *([base] if base else []))
+        for path, text in files.items():
+            p = self.git_dir / path
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        git(self.git_dir, "add", "-A")
+        git(self.git_dir, "commit", "-q", "--allow-empty", "-m", f"update {branch}")
+        sha = git(self.git_dir, "rev-parse", "HEAD")
+        tree = {
+            str(p.relative_to(self.git_dir)): p.read_text()
+            for p in self.git_dir.rglob("*")
+            if p.is_file() and ".git" not in p.parts
+        }
+        with self.state.lock:
+            repo = self.state.repos[REPO]
+            repo.commits[sha] = tree
+            repo.branches[branch] = sha
+        return sha
+
+    def open_pull(self, user: str, branch: str, files: dict[str, str], title: str, body: str) -> int:
+        """A PR whose head is a real commit; `pull_request.opened` is delivered to the bot, signed."""
+        main = self.state.repos[REPO].branches["main"]
+        env = self.driver._ctl("pulls", repo=REPO, user=user, branch=branch, files={}, title=title, body=body)
+        n = int(env["number"])
+        sha = self.commit(branch, files, base=main)
+        with self.state.lock:
+            t = self.state.threads[(REPO, n)]
+            assert t.pull is not None
+            t.pull["head_sha"] = sha
+            env["pull_request"] = self.state.pull_shape(t)
+        self.driver._send("pull_request", "opened", env, number=n)
+        return n
+
+    def wait(self, predicate: Any, timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            got = predicate()
+            if got:
+                return got
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"demo: timed out after {timeout:.0f}s waiting for {what}")
+            time.sleep(0.2)
+
+    def bot_comments(self, number: int) -> list[dict[str, Any]]:
+        return [c for c in self.driver.thread(REPO, number)["comments"] if c["user"] == BOT]
+
+    def __enter__(self) -> DemoLab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
