@@ -234,6 +234,8 @@ class RayDispatcher:
             "OPENLAB_RUN_ID": run["run_id"], "WANDB_RUN_ID": run["run_id"], "WANDB_PROJECT": config.wandb_project,
             "OPENLAB_GIT_COMMIT": run["sha"], "OPENLAB_PR": str(run["pr"]),
         }
+        if self.s.wandb_entity:
+            env["WANDB_ENTITY"] = self.s.wandb_entity
         return JobSpec(run_id=run["run_id"], repo=run["repo"], pr=run["pr"], sha=run["sha"],
                        experiment=run["experiment"], prefix=self.s.prefix(config), source=source, env=env)
 

@@ -131,9 +131,9 @@ class Tracker:
         url = None
         if self._wandb is not None and self.mode == "online":
             url = self._wandb.url
-        elif self.mode != "disabled" and self.cfg.tracking.entity:
-            t = self.cfg.tracking
-            url = f"https://wandb.ai/{t.entity}/{t.project}/runs/{self.run_id}"
+        elif self.mode != "disabled" and (entity := self.cfg.tracking.entity or os.environ.get("WANDB_ENTITY")):
+            # Offline: the run id is ours, so the URL the run will have once synced is known now.
+            url = f"https://wandb.ai/{entity}/{self.cfg.tracking.project}/runs/{self.run_id}"
         return Tracking(
             wandb_mode=self.mode,  # type: ignore[arg-type]
             wandb_run_id=self.run_id if self.mode != "disabled" else None,

@@ -40,12 +40,13 @@ class Experiment:
 
 
 def _display(path: Path) -> str:
-    root = repo_root(path)
-    if root is not None:
-        try:
-            return str(path.relative_to(root))
-        except ValueError:
-            pass
+    """Relative to the repository root; in a Ray job (a git archive, no .git) relative to the working dir."""
+    for root in (repo_root(path), Path.cwd().resolve()):
+        if root is not None:
+            try:
+                return str(path.resolve().relative_to(root))
+            except ValueError:
+                continue
     return str(path)
 
 

@@ -1,0 +1,54 @@
+"""`openlab demo` end to end, reduced to a short training run: the whole lifecycle on embedded defaults, then the
+built site's links from the results comment to the execution page, and from there to W&B and the code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+OPENLAB = str(Path(sys.executable).parent / "openlab")
+
+
+def test_demo_runs_the_lifecycle_and_links_the_record(tmp_path: Path) -> None:
+    work = tmp_path / "demo"
+    proc = subprocess.run(
+        [OPENLAB, "demo", "--workdir", str(work), "--steps", "20"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**__import__("os").environ, "COLUMNS": "120"},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    for line in (
+        "1. ada preregisters",
+        "2. ada opens a pull request",
+        "3. maria (maintainer) approves with /run",
+        "5. The reconciler reports back",
+        "Pareto update",
+        "transcript:",
+    ):
+        assert line in out, line
+    assert re.search(r"run olr-ada-tiny-pr\d+-[0-9a-f]{7}-a1-[0-9a-f]{10}: succeeded", out)
+
+    transcript = (work / "transcript.html").read_text()
+    assert "Preregistered" in transcript and "/run" in transcript and "Results: ada_tiny" in transcript
+    # results comment -> execution page (on the lab's site, next to the transcript)
+    [href] = set(re.findall(r'href="(site/executions/[^"]+\.html)"', transcript))
+    execution = work / href
+    assert execution.is_file()
+    page = execution.read_text()
+    # execution page -> the code at its git SHA (and W&B, which the tests keep disabled: see test_links)
+    assert re.search(
+        r'href="https://github\.com/lab/openlab/blob/[0-9a-f]{40}/experiments/speedrun/ada_tiny/ada_tiny\.py"',
+        page,
+    )
+    site = work / "site"
+    assert (site / "index.html").is_file() and (site / "reports" / "index.html").is_file()
+    runs = list((site / "runs").glob("*.html"))
+    assert len(runs) == 1 and "verified" in runs[0].read_text()
