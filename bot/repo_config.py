@@ -21,8 +21,8 @@ class Budgets(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_flops_per_run: float = Field(1e21, gt=0, description="Upper bound on an experiment's planned model FLOPs.")
-    max_flops_per_speedrun: float = Field(1e20, gt=0)
-    max_queued_runs_per_pr: int = Field(3, ge=1)
+    max_flops_per_speedrun: float = Field(1e20, gt=0, description="Upper bound on a speedrun's planned model FLOPs.")
+    max_queued_runs_per_pr: int = Field(3, ge=1, description="`/run` refuses past this many queued runs on one PR.")
 
 
 class RepoConfig(BaseModel):
@@ -30,25 +30,25 @@ class RepoConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    approval_label: str = "approved-to-run"
-    preregistered_label: str = "preregistered"
-    needs_info_label: str = "needs-info"
-    experiment_label: str = "experiment"
-    speedrun_label: str = "speedrun"
+    approval_label: str = Field("approved-to-run", description="Label that approves the PR's head SHA when a trusted user adds it.")
+    preregistered_label: str = Field("preregistered", description="Set on a valid preregistration issue.")
+    needs_info_label: str = Field("needs-info", description="Set on a preregistration with fields to fix.")
+    experiment_label: str = Field("experiment", description="Label of the Experiment issue form.")
+    speedrun_label: str = Field("speedrun", description="Label of the Speedrun issue form.")
     approvers: list[str] = Field(default_factory=list, description="Logins trusted in addition to write+ users.")
-    min_permission: str = Field("write", pattern="^(triage|write|maintain|admin)$")
+    min_permission: str = Field("write", pattern="^(triage|write|maintain|admin)$", description="Lowest repository role whose /run and approval label count.")
     # The leaderboard owns the Track model; a preregistration names one of these tracks by id.
-    tracks: list[Track] = Field(default_factory=default_tracks)
-    budgets: Budgets = Field(default_factory=Budgets)
+    tracks: list[Track] = Field(default_factory=default_tracks, description="Leaderboard tracks; a preregistration names one by id.")
+    budgets: Budgets = Field(default_factory=Budgets, description="FLOPs caps checked on preregistrations and plans.")
     quotas: Quotas = Field(default_factory=Quotas, description="Active runs per PR/user/repo, FLOPs per month.")
-    storage_prefix: str = "file://./artifacts"
-    wandb_project: str = "openlab"
+    storage_prefix: str = Field("file://./artifacts", description="Where runs write outputs and records (path or gs://); OPENLAB_STORAGE_PREFIX overrides it.")
+    wandb_project: str = Field("openlab", description="W&B project of the lab's runs.")
     site_url: str | None = Field(
         None, pattern=r"^https?://", description="Public URL of the lab's site (leaderboard, reports, execution "
         "pages); run comments link each run's execution page there.",
     )
-    ray_address_env: str = "RAY_ADDRESS"
-    experiments_dir: str = "experiments"
+    ray_address_env: str = Field("RAY_ADDRESS", description="Name of the variable holding the Ray address on the bot host.")
+    experiments_dir: str = Field("experiments", description="Folder of experiment files (expNNN_slug.py, speedrun/<name>/<name>.py).")
 
     @field_validator("tracks", mode="before")
     @classmethod

@@ -21,17 +21,17 @@ WEAK_SECRETS = {"", "development", "secret", "changeme", "test"}
 class BotSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="OPENLAB_", extra="ignore")
 
-    webhook_secrets: Annotated[list[str], NoDecode] = Field(default_factory=list, description="OPENLAB_WEBHOOK_SECRETS, comma-separated.")
-    ledger_url: str = "sqlite:///openlab-ledger.sqlite3"
-    github_api_url: str = "https://api.github.com"
-    app_id: str | None = None
-    private_key_path: Path | None = None
-    bot_login: str = "openlab[bot]"
-    max_body_bytes: int = 5 * 1024 * 1024
-    write_interval_s: float = 1.0
+    webhook_secrets: Annotated[list[str], NoDecode] = Field(default_factory=list, description="Webhook secrets, comma-separated; several for rotation. Required: the server refuses to start without one.")
+    ledger_url: str = Field("sqlite:///openlab-ledger.sqlite3", description="SQLAlchemy URL of the ledger (SQLite, or Postgres for several hosts and for Actions mode).")
+    github_api_url: str = Field("https://api.github.com", description="GitHub REST root (GitHub Enterprise, or the local sandbox).")
+    app_id: str | None = Field(None, description="GitHub App id (App mode).")
+    private_key_path: Path | None = Field(None, description="The GitHub App private key (PEM file), for JWT -> installation tokens.")
+    bot_login: str = Field("openlab[bot]", description="The bot's own login: its comments are found by marker and this author.")
+    max_body_bytes: int = Field(5 * 1024 * 1024, description="Webhook bodies over this size get 413 (GitHub caps payloads at 25 MB).")
+    write_interval_s: float = Field(1.0, description="Seconds between GitHub writes (GitHub asks for about one per second).")
     worker: str = Field("process", description="process (default) | thread | off: where the queue worker runs.")
-    plan_timeout_s: float = 120.0
-    plan_memory_mb: int = 4096
+    plan_timeout_s: float = Field(120.0, description="Wall-clock limit of one sandboxed `openlab plan` of PR code.")
+    plan_memory_mb: int = Field(4096, description="Memory limit of one sandboxed `openlab plan`.")
 
     @field_validator("worker", mode="before")
     @classmethod

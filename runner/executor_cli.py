@@ -15,7 +15,7 @@ from runner.errors import OpenlabError
 _prefix = click.option(
     "--prefix",
     default=None,
-    help="Storage prefix (path, gs://, memory://). Default $OPENLAB_PREFIX or out/steps.",
+    help="Storage prefix (path, gs://, memory://). Default $OPENLAB_STORAGE_PREFIX or out/steps.",
 )
 _ray = click.option(
     "--ray", "ray_address", default=None, help="Ray address. Default $RAY_ADDRESS, else embedded local Ray."

@@ -8,7 +8,7 @@ import click
 @click.command()
 @click.option(
     "--prefix",
-    envvar="OPENLAB_STORE_PREFIX",
+    envvar="OPENLAB_STORAGE_PREFIX",
     default="out",
     show_default=True,
     help="Store prefix to browse (local path, memory:// or gs://); nothing outside it is served.",

@@ -18,9 +18,9 @@ DEFAULT_PREFIX = "out/steps"
 
 
 def resolve_prefix(prefix: str | None) -> str:
-    """``--prefix``, else ``OPENLAB_PREFIX``, else ``out/steps``; a local prefix is made absolute so status
+    """``--prefix``, else ``OPENLAB_STORAGE_PREFIX``, else ``out/steps``; a local prefix is made absolute so status
     and data paths can never diverge with the working directory (Marin's #6334)."""
-    p = prefix or os.environ.get("OPENLAB_PREFIX") or DEFAULT_PREFIX
+    p = prefix or os.environ.get("OPENLAB_STORAGE_PREFIX") or DEFAULT_PREFIX
     if store.is_local(p):
         return str(store.local_path(p).expanduser().resolve())
     return p.rstrip("/")
