@@ -46,6 +46,40 @@ def git(repo: Path, *args: str) -> str:
     ).stdout.strip()
 
 
+def mirror_commit(state: SandboxState, repo: str, git_dir: Path, branch: str, files: dict[str, str],
+                  base: str | None = None) -> str:
+    """Commit ``files`` on ``branch`` of a real git repo and mirror the tree into the sandbox (same SHA)."""
+    git(git_dir, "checkout", "-q", "-B", branch, *([base] if base else []))
+    for path, text in files.items():
+        p = git_dir / path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    git(git_dir, "add", "-A")
+    git(git_dir, "commit", "-q", "--allow-empty", "-m", f"update {branch}")
+    sha = git(git_dir, "rev-parse", "HEAD")
+    tree = {str(p.relative_to(git_dir)): p.read_text() for p in git_dir.rglob("*") if p.is_file() and ".git" not in p.parts}
+    with state.lock:
+        state.repos[repo].commits[sha] = tree
+        state.repos[repo].branches[branch] = sha
+    return sha
+
+
+def open_real_pull(state: SandboxState, driver: SandboxDriver, repo: str, git_dir: Path, user: str, branch: str,
+                   files: dict[str, str], title: str, body: str) -> int:
+    """A PR whose head is a real commit; `pull_request.opened` is delivered to the bot (signed) if it listens."""
+    main = state.repos[repo].branches["main"]
+    env = driver._ctl("pulls", repo=repo, user=user, branch=branch, files={}, title=title, body=body)
+    n = int(env["number"])
+    sha = mirror_commit(state, repo, git_dir, branch, files, base=main)
+    with state.lock:
+        t = state.threads[(repo, n)]
+        assert t.pull is not None
+        t.pull["head_sha"] = sha
+        env["pull_request"] = state.pull_shape(t)
+    driver._send("pull_request", "opened", env, number=n)
+    return n
+
+
 def lab_files() -> dict[str, str]:
     """The lab repository at the start: the issue forms, openlab.yml (with the site URL), a README."""
     files = {
@@ -120,39 +154,10 @@ class DemoLab:
             self.head.stop()
 
     def commit(self, branch: str, files: dict[str, str], base: str | None = None) -> str:
-        """Commit ``files`` on ``branch`` of the real git repo and mirror the tree into the sandbox."""
-        git(self.git_dir, "checkout", "-q", "-B", branch, *([base] if base else []))
-        for path, text in files.items():
-            p = self.git_dir / path
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        git(self.git_dir, "add", "-A")
-        git(self.git_dir, "commit", "-q", "--allow-empty", "-m", f"update {branch}")
-        sha = git(self.git_dir, "rev-parse", "HEAD")
-        tree = {
-            str(p.relative_to(self.git_dir)): p.read_text()
-            for p in self.git_dir.rglob("*")
-            if p.is_file() and ".git" not in p.parts
-        }
-        with self.state.lock:
-            repo = self.state.repos[REPO]
-            repo.commits[sha] = tree
-            repo.branches[branch] = sha
-        return sha
+        return mirror_commit(self.state, REPO, self.git_dir, branch, files, base)
 
     def open_pull(self, user: str, branch: str, files: dict[str, str], title: str, body: str) -> int:
-        """A PR whose head is a real commit; `pull_request.opened` is delivered to the bot, signed."""
-        main = self.state.repos[REPO].branches["main"]
-        env = self.driver._ctl("pulls", repo=REPO, user=user, branch=branch, files={}, title=title, body=body)
-        n = int(env["number"])
-        sha = self.commit(branch, files, base=main)
-        with self.state.lock:
-            t = self.state.threads[(REPO, n)]
-            assert t.pull is not None
-            t.pull["head_sha"] = sha
-            env["pull_request"] = self.state.pull_shape(t)
-        self.driver._send("pull_request", "opened", env, number=n)
-        return n
+        return open_real_pull(self.state, self.driver, REPO, self.git_dir, user, branch, files, title, body)
 
     def wait(self, predicate: Any, timeout: float, what: str) -> Any:
         deadline = time.monotonic() + timeout

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-import uvicorn
+from bot.serving import ServedApp, free_port  # noqa: F401 - re-exported for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "test-webhook-secret-1"
@@ -33,37 +30,8 @@ STEPS = [Step("expNUM/noop", noop, Noop(), version="v1")]
 '''
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ServerThread:
-    """uvicorn on 127.0.0.1 in a background thread (the real HTTP stack, in-process)."""
-
-    def __init__(self, app: Any) -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    access_log=False, lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(20)
+# One served-app helper for the bot, the demo and every test (real HTTP on loopback).
+ServerThread = ServedApp
 
 
 def repo_files() -> dict[str, str]:

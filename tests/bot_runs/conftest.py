@@ -5,9 +5,6 @@ sandbox uses, so the Ray job checks out exactly the approved commit."""
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
+from bot.demo.lab import git, mirror_commit, open_real_pull
 from bot.dispatch import RunServices, attach_to_bot
 from bot.github import GitHubClient
 from bot.jobs import RayJobs
@@ -24,6 +21,7 @@ from bot.reconcile import Reconciler
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.server import create_sandbox_app
 from bot.sandbox.state import SandboxState
+from bot.serving import ServedApp, free_port
 from runner import attest
 from tests.runner.executor import conftest as executor_fixtures
 
@@ -40,37 +38,8 @@ executor_env = pytest.fixture(scope="package", autouse=True, name="executor_env"
 ray_head = pytest.fixture(scope="package", name="ray_head")(executor_fixtures.ray_head.__wrapped__)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Served:
-    """An ASGI app on a real loopback port, in a thread of this process."""
-
-    def __init__(self, app: Any) -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start")
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.invalid", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True, env=env).stdout.strip()
+def Served(app: Any) -> ServedApp:  # noqa: N802 - kept as the constructor name the tests use
+    return ServedApp(app).start()
 
 
 @dataclass
@@ -78,7 +47,7 @@ class Lab:
     """One sandbox GitHub + one bot + the git repository behind the sandbox repo."""
 
     state: SandboxState
-    sandbox: Served
+    sandbox: ServedApp
     driver: SandboxDriver
     services: RunServices
     reconciler: Reconciler
@@ -86,42 +55,15 @@ class Lab:
     prefix: Path
     public_pem: bytes
     bot: Any = None
-    server: Served | None = None
+    server: ServedApp | None = None
 
     def commit(self, branch: str, files: dict[str, str], base: str | None = None) -> str:
         """Commit ``files`` on ``branch`` of the real git repo (from ``base``) and mirror it into the sandbox."""
-        if base is not None:
-            git(self.git_dir, "checkout", "-q", "-B", branch, base)
-        else:
-            git(self.git_dir, "checkout", "-q", "-B", branch)
-        for path, text in files.items():
-            p = self.git_dir / path
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        git(self.git_dir, "add", "-A")
-        git(self.git_dir, "commit", "-q", "--allow-empty", "-m", f"commit on {branch}")
-        sha = git(self.git_dir, "rev-parse", "HEAD")
-        tree = {str(p.relative_to(self.git_dir)): p.read_text() for p in self.git_dir.rglob("*")
-                if p.is_file() and ".git" not in p.parts}
-        with self.state.lock:
-            repo = self.state.repos[LAB]
-            repo.commits[sha] = tree
-            repo.branches[branch] = sha
-        return sha
+        return mirror_commit(self.state, LAB, self.git_dir, branch, files, base)
 
     def open_pull(self, user: str, branch: str, files: dict[str, str], title: str, body: str) -> int:
         """Open a PR whose head is a real git commit, then deliver `pull_request.opened` signed to the bot."""
-        main = self.state.repos[LAB].branches["main"]
-        env = self.driver._ctl("pulls", repo=LAB, user=user, branch=branch, files={}, title=title, body=body)
-        n = int(env["number"])
-        sha = self.commit(branch, files, base=main)
-        with self.state.lock:
-            t = self.state.threads[(LAB, n)]
-            assert t.pull is not None
-            t.pull["head_sha"] = sha
-            env["pull_request"] = self.state.pull_shape(t)
-        self.driver._send("pull_request", "opened", env, number=n)
-        return n
+        return open_real_pull(self.state, self.driver, LAB, self.git_dir, user, branch, files, title, body)
 
     def run(self, pr: int) -> dict[str, Any]:
         runs = self.services.ledger.runs(LAB, pr)
