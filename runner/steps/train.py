@@ -10,6 +10,7 @@ a real one, and reusing a prefix across the two reports the drift.
 from __future__ import annotations
 
 import os
+import re
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,15 +24,25 @@ class TrainStepConfig(BaseModel):
     run: RunConfig
 
 
+def train_run_id(ctx: StepContext) -> str:
+    """A speedrun's one train step (``speedrun/<name>``) runs under the launch's run id, the id the bot announced
+    with its W&B link; any other train step gets the launch id plus its own name, so two trainings of one
+    experiment never share a W&B run."""
+    if ctx.name.startswith("speedrun/") and ctx.name.count("/") == 1:
+        return ctx.run_id
+    return f"{ctx.run_id}-{re.sub(r'[^a-z0-9]+', '-', ctx.name.lower()).strip('-')}"[:120]
+
+
 def run_train(cfg: TrainStepConfig, ctx: StepContext) -> dict:
     from runner.train import train as train_model
 
-    results = train_model(cfg.run, ctx.output_path, progress=False)
+    results = train_model(cfg.run, ctx.output_path, run_id=train_run_id(ctx), progress=False)
     return {
         "bpb": results.bpb,
         "model_flops": results.model_flops,
         "tokens": results.tokens,
         "run_id": results.run_id,
+        "tracking": results.tracking.model_dump(mode="json"),
     }
 
 

@@ -107,3 +107,16 @@ def test_cycle_is_reported_with_the_chain() -> None:
 def test_dangling_reference_is_external() -> None:
     s = Step("e", noop, DC(ref("elsewhere/tok@v3", "train")))
     assert build_graph([s]).external == {"elsewhere/tok@v3": ["e@v1"]}
+
+
+def test_train_run_ids_follow_the_launch() -> None:
+    from runner.executor import StepContext
+    from runner.steps.train import train_run_id
+
+    def ctx(name: str) -> StepContext:
+        return StepContext(name=name, version="v1", output_path="/x", run_id="olr-x-pr1-aaaaaaa-a1-0123456789",
+                           dep_paths={})
+
+    assert train_run_id(ctx("speedrun/tiny")) == "olr-x-pr1-aaaaaaa-a1-0123456789"  # the id the bot announced
+    a, b = train_run_id(ctx("exp1/train_filtered")), train_run_id(ctx("exp1/train_baseline"))
+    assert a != b and a.startswith("olr-x-pr1-aaaaaaa-a1-0123456789-exp1-train")
