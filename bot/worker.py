@@ -22,8 +22,27 @@ from bot.executor import ActionError, Executor
 from bot.github import GitHubError
 from bot.handlers import Env, handle
 from bot.ledger import Delivery, Ledger
+from runner.logs import log_context, log_event
 
 log = logging.getLogger("openlab.bot")
+
+
+def _where(raw: bytes | str) -> dict[str, object]:
+    """repo, PR/issue and SHA of a delivery, for the log context (best effort: the payload is not yet validated)."""
+    try:
+        p = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(p, dict):
+        return {}
+    pr = p.get("pull_request") if isinstance(p.get("pull_request"), dict) else None
+    issue = p.get("issue") if isinstance(p.get("issue"), dict) else None
+    return {
+        "repo": (p.get("repository") or {}).get("full_name") if isinstance(p.get("repository"), dict) else None,
+        "pr": pr.get("number") if pr else None,
+        "issue": issue.get("number") if issue else None,
+        "sha": ((pr.get("head") or {}).get("sha") if pr else None) or p.get("after"),
+    }
 MAX_ATTEMPTS = 8
 
 
@@ -70,6 +89,10 @@ class Worker:
         return n
 
     def process(self, d: Delivery) -> None:
+        with log_context(delivery_id=d.guid, event=d.event, **_where(d.payload)):
+            self._process_logged(d)
+
+    def _process_logged(self, d: Delivery) -> None:
         try:
             outcome = self._process(d)
         except (GitHubError, OSError) as err:
@@ -84,6 +107,7 @@ class Worker:
             log.exception("delivery %s failed", d.guid)
             self.ledger.finish(d.guid, "failed", f"{type(err).__name__}: {err}")
             outcome = "failed"
+        log_event(log, "delivery processed", outcome=outcome)
         self._on_outcome(outcome)
 
     def _process(self, d: Delivery) -> str:

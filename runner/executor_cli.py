@@ -57,6 +57,9 @@ def run(
     num_cpus: int | None,
 ) -> None:
     """Run EXPERIMENT's steps as Ray tasks; print the experiment record as JSON."""
+    from runner.logs import ensure_logging
+
+    ensure_logging()
     from runner.executor.engine import RunOptions
     from runner.executor.launch import run_experiment
 

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+QUIET_LIBRARIES = ("httpx", "httpcore", "urllib3", "jax", "absl", "filelock", "asyncio", "ray", "wandb",
+                   "uvicorn.access")
 CONTEXT_KEYS = ("delivery_id", "event", "repo", "pr", "issue", "sha", "run_id", "step")
 _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "openlab_log_context", default=None
@@ -65,8 +67,16 @@ def setup_logging(level: str | None = None, fmt: str | None = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    for noisy in QUIET_LIBRARIES:  # one line per HTTP request or compile would drown the lab's own records
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 
 def log_event(logger: logging.Logger, msg: str, level: int = logging.INFO, **fields: Any) -> None:
     """Log ``msg`` with structured ``fields`` beside the bound context."""
     logger.log(level, msg, extra={"fields": fields})
+
+
+def ensure_logging() -> None:
+    """Set up JSON logging unless the process already has handlers (a test runner, an embedding app)."""
+    if not logging.getLogger().handlers:
+        setup_logging()

@@ -10,6 +10,7 @@ file atomically, or resume from them as the trainer does from checkpoints).
 
 from __future__ import annotations
 
+import logging
 import traceback
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +22,9 @@ from runner.errors import OpenlabError
 from runner.executor import state
 from runner.executor.records import LaunchInfo, StepRecord, StepStatus, utcnow
 from runner.executor.step import SELF, Step, StepContext, resolve_config, substitute
+from runner.logs import ensure_logging, log_context, log_event
 
+log = logging.getLogger("openlab.executor")
 
 @dataclass
 class StepTask:
@@ -46,6 +49,14 @@ class TaskResult:
 
 
 def execute(task: StepTask) -> TaskResult:
+    ensure_logging()  # in a Ray worker: JSON lines keyed by run id and step, in the job's logs
+    with log_context(run_id=task.launch.run_id, step=task.step.identity):
+        result = _execute(task)
+        log_event(log, "step finished", outcome=result.outcome, message=result.message[:300])
+        return result
+
+
+def _execute(task: StepTask) -> TaskResult:
     step, out = task.step, task.output_path
     started = utcnow()
     current = state.read_status(out)
