@@ -141,12 +141,6 @@ def serve(
 
 
 def commands() -> list[click.Command]:
-    out: list[click.Command] = [leaderboard]
-    try:  # the data browser (another part of this package) registers through here too
-        from leaderboard.browse.cli import browse
-    except ModuleNotFoundError as err:
-        if not (err.name or "").startswith("leaderboard.browse"):
-            raise
-    else:
-        out.append(browse)
-    return out
+    from leaderboard.browse.cli import browse
+
+    return [leaderboard, browse]

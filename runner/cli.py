@@ -50,18 +50,11 @@ def flops(config: str) -> None:
 
 
 def commands() -> list[click.Command]:
-    """runner's subcommands other than those defined above (filled in by the runner modules)."""
+    """runner's subcommands other than those defined above: train, and the executor's."""
+    from runner.executor_cli import commands as executor_commands
     from runner.train_cli import train
 
-    out: list[click.Command] = [train]
-    try:
-        from runner.executor_cli import commands as executor_commands
-    except ModuleNotFoundError as err:
-        if err.name != "runner.executor_cli":
-            raise
-    else:
-        out.extend(executor_commands())
-    return out
+    return [train, *executor_commands()]
 
 
 def _load_plugins() -> None:
