@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from bot.dispatch import RayDispatcher, RunServices, execution_page_url
@@ -57,6 +58,18 @@ class Reconciler:
                     self.s.states.create(RunReport(run_id=run_id, trigger_comment_id=self.dispatcher._trigger_comment(run)))
                     n += 1
         return n
+
+    def run_until_done(self, run_id: str, timeout_s: float, interval_s: float = 1.0) -> dict[str, Any]:
+        """Reconcile until ``run_id`` is fully reported; its ledger row. TimeoutError past ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self.run_once()
+            report = self.s.states.get(run_id)
+            if report is not None and report.phase == "done":
+                return self.s.ledger.run(run_id) or {}
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"run {run_id} not done after {timeout_s:.0f}s: {report}")
+            time.sleep(interval_s)
 
     def run_once(self) -> dict[str, int]:
         """One pass over every unfinished run. Returns counts by what happened (for logs and tests)."""

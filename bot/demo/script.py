@@ -156,7 +156,7 @@ def run_demo(workdir: Path, steps: int = 200, console: Console | None = None) ->
         say.step(f"4. Ray trains {run['run_id']} on the CPU")
         _follow_training(lab, run["run_id"], steps, console)
         say.step("5. The reconciler reports back")
-        final = _reconcile(lab, run["run_id"], timeout=600)
+        final = lab.reconciler.run_until_done(run["run_id"], timeout_s=600)
         say.bot(lab, pr)
         console.print(f"run {run['run_id']}: [bold]{final.get('status')}[/]")
         if final.get("status") != "succeeded":
@@ -213,18 +213,6 @@ def _last_metrics(store: Path) -> dict | None:
             if '"train/loss"' in line:
                 last = line
     return json.loads(last) if last else None
-
-
-def _reconcile(lab: DemoLab, run_id: str, timeout: float) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        lab.reconciler.run_once()
-        report = lab.services.states.get(run_id)
-        if report is not None and report.phase == "done":
-            return lab.services.ledger.run(run_id) or {}
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"demo: run {run_id} did not finish in {timeout:.0f}s")
-        time.sleep(1.0)
 
 
 def _publish(lab: DemoLab, workdir: Path, pr: int, issue: int, console: Console) -> dict[str, Path]:

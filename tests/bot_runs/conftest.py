@@ -5,7 +5,6 @@ sandbox uses, so the Ray job checks out exactly the approved commit."""
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,15 +70,7 @@ class Lab:
         return runs[-1]
 
     def reconcile_until(self, run_id: str, timeout: float = 240.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            self.reconciler.run_once()
-            report = self.services.states.get(run_id)
-            if report is not None and report.phase == "done":
-                return self.services.ledger.run(run_id) or {}
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id} not done: {report}")
-            time.sleep(1.0)
+        return self.reconciler.run_until_done(run_id, timeout)
 
 
 def make_lab(tmp_path: Path, ray_url: str | None, *, serve_bot: bool = True, signing: bool = True) -> Lab:
