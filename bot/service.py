@@ -19,6 +19,7 @@ from bot.github import GitHubClient
 from bot.handlers import Env
 from bot.ledger import Ledger, LedgerView
 from bot.plan_sandbox import PlanOutcome, materialise, run_plan
+from bot.recovery import recovery_for
 from bot.settings import BotSettings
 from bot.worker import Worker
 
@@ -90,6 +91,7 @@ class Bot:
         self._clients: dict[int | None, tuple[Env, Executor]] = {}
         self._lock = threading.Lock()
         self.worker = Worker(self.ledger, self.env_for, on_outcome=lambda o: self.metrics.processed.labels(o).inc())
+        self.recovery = recovery_for(settings, self._auth, self.ledger)  # started with the server (app.py)
 
     def env_for(self, installation_id: int | None) -> tuple[Env, Executor]:
         with self._lock:

@@ -28,6 +28,10 @@ def add_control_routes(app: FastAPI, st: SandboxState) -> None:
                 st.app_id = b.get("app_id", st.app_id)
             if "latency_s" in b:
                 st.latency_s = float(b["latency_s"])
+            if "hook_url" in b:
+                st.hook_url, st.hook_secret = b["hook_url"], b.get("hook_secret")
+            for t in b.get("teams", []):  # {"org", "slug", "members": {login: member|maintainer}, "repos": {repo: role}}
+                st.teams[(t["org"], t["slug"])] = {"members": dict(t.get("members", {})), "repos": dict(t.get("repos", {}))}
         return {"ok": True}
 
     @app.post("/_sandbox/faults")

@@ -36,10 +36,21 @@ class SandboxDriver:
     # -- webhook delivery --------------------------------------------------------------------------------------
     def deliver(self, event: str, payload: dict[str, Any], guid: str | None = None,
                 secret: bytes | None = None) -> httpx.Response:
+        """POST a signed webhook to the bot and log it in the App's delivery log, as GitHub does. A bot that cannot
+        be reached is logged as a failed delivery (recovery redelivers it) and the connection error re-raised."""
         guid = guid or str(uuid.uuid4())
         body = json.dumps(payload).encode()
         self.sent[guid] = (event, body)
-        return self.post_raw(event, body, guid, sign(secret or self.secret, body))
+        inst = (payload.get("installation") or {}).get("id") if isinstance(payload.get("installation"), dict) else None
+        logged = {"guid": guid, "event": event, "action": payload.get("action"), "body": body.decode(),
+                  "installation_id": inst}
+        try:
+            resp = self.post_raw(event, body, guid, sign(secret or self.secret, body))
+        except httpx.TransportError:
+            self._ctl("hook/deliveries", **logged, status_code=0)
+            raise
+        self._ctl("hook/deliveries", **logged, status_code=resp.status_code)
+        return resp
 
     def post_raw(self, event: str, body: bytes, guid: str, signature: str | None) -> httpx.Response:
         headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": guid, "Content-Type": "application/json",
@@ -63,7 +74,10 @@ class SandboxDriver:
                    "installation": {"id": self.installation_id, "node_id": "MDIz"}}
         guid = str(uuid.uuid4())
         if self.bot_url:
-            resp = self.deliver(event, payload, guid)
+            try:
+                resp = self.deliver(event, payload, guid)
+            except httpx.TransportError:
+                return payload, guid  # the bot is down: GitHub logs the failure and the user sees nothing
             if resp.status_code >= 300:
                 raise RuntimeError(f"bot answered {resp.status_code}: {resp.text}")
         return payload, guid
@@ -72,6 +86,10 @@ class SandboxDriver:
     def setup_repo(self, repo: str, files: dict[str, str], roles: dict[str, str] | None = None,
                    tokens: dict[str, str] | None = None, **extra: Any) -> None:
         self._ctl("setup", repo=repo, files=files, roles=roles or {}, tokens=tokens or {}, **extra)
+
+    def hook_log(self) -> list[dict[str, Any]]:
+        """The App's delivery log (every attempt, oldest first)."""
+        return self.sandbox.get("/_sandbox/hook/deliveries").json()
 
     def configure(self, **settings: Any) -> None:
         self._ctl("setup", **settings)
