@@ -84,6 +84,16 @@ def add_control_routes(app: FastAPI, st: SandboxState) -> None:
             return _envelope(st, b["repo"], b["user"], number=t.number, pull_request=st.pull_shape(t),
                              before=before, after=t.pull["head_sha"])
 
+    @app.post("/_sandbox/pulls/draft")
+    async def set_draft(request: Request) -> Any:
+        """Mark a PR ready for review (``draft: false``) or convert it to a draft (``draft: true``)."""
+        b = await request.json()
+        with st.lock:
+            t = st.threads[(b["repo"], b["number"])]
+            assert t.pull is not None
+            t.pull["draft"] = bool(b["draft"])
+            return _envelope(st, b["repo"], b["user"], number=t.number, pull_request=st.pull_shape(t))
+
     @app.post("/_sandbox/comments")
     async def comment(request: Request) -> Any:
         b = await request.json()

@@ -120,6 +120,12 @@ class SandboxDriver:
         self._send("pull_request", "synchronize", env, number=number, before=env["before"], after=env["after"])
         return str(env["after"])
 
+    def ready_for_review(self, repo: str, number: int, user: str, draft: bool = False) -> str:
+        """Mark the PR ready for review (or, with ``draft=True``, convert it to a draft); returns the delivery id."""
+        env = self._ctl("pulls/draft", repo=repo, number=number, user=user, draft=draft)
+        _, guid = self._send("pull_request", "converted_to_draft" if draft else "ready_for_review", env, number=number)
+        return guid
+
     def comment(self, repo: str, number: int, user: str, body: str) -> tuple[int, str]:
         env = self._ctl("comments", repo=repo, number=number, user=user, body=body)
         _, guid = self._send("issue_comment", "created", env)
@@ -130,6 +136,14 @@ class SandboxDriver:
         event = "pull_request" if "pull_request" in env else "issues"
         extra = {"number": number} if event == "pull_request" else {}
         _, guid = self._send(event, "unlabeled" if remove else "labeled", env, **extra)
+        return guid
+
+    def rerun_check(self, repo: str, user: str, check_run_id: int | None = None, head_sha: str | None = None) -> str:
+        """Press "Re-run" on one check run, or "Re-run all checks" on the commit's suite; returns the delivery id."""
+        which = {"check_run_id": check_run_id} if check_run_id is not None else {"head_sha": head_sha}
+        env = self._ctl("checks/rerequest", repo=repo, user=user, **which)
+        event = env.pop("event")
+        _, guid = self._send(event, "rerequested", env)
         return guid
 
     # -- looking --------------------------------------------------------------------------------------------

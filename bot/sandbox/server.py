@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from bot.sandbox import shapes
+from bot.sandbox.checks import add_check_routes
 from bot.sandbox.control import add_control_routes
 from bot.sandbox.hooks import add_hook_routes, app_jwt_error
 from bot.sandbox.listings import add_listing_routes
@@ -59,6 +60,7 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
 
     _add_app_routes(app, st)
     add_hook_routes(app, st)
+    add_check_routes(app, st)
     add_listing_routes(app, st)  # before /issues/{n}: "/issues/comments" is a listing, not an issue
     _add_issue_routes(app, st)
     _add_pull_routes(app, st)
