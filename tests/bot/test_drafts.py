@@ -7,8 +7,8 @@ import json
 
 from tests.bot import github_spec as gs
 from tests.bot.conftest import Lab
-from tests.bot.test_e2e_pulls import preregister
 from tests.bot.helpers import REPO, bot_comments, experiment_file
+from tests.bot.test_e2e_pulls import preregister
 
 
 def test_draft_is_planned_only_once_ready_for_review(lab: Lab) -> None:
