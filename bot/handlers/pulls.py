@@ -29,7 +29,7 @@ from bot.linking import link
 from bot.plan_sandbox import PlanOutcome
 from bot.render import marker, render
 from bot.repo_config import RepoConfig
-from bot.trust import decide_trust
+from bot.trust import gather_trust
 
 PLAN_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review", "edited")
 
@@ -88,8 +88,7 @@ def gather(event: PullRequestEvent, env: Env) -> PullFacts:
     repo = event.repository.full_name
     facts = plan_facts(env, repo, event.pull_request.model_dump(), plan=event.action in PLAN_ACTIONS)
     if event.action in ("labeled", "unlabeled") and not event.sender.is_bot:
-        trusted, reason = decide_trust(event.sender.login, env.gh.permission(repo, event.sender.login),
-                                       facts.config)
+        trusted, reason = gather_trust(env.gh, repo, event.sender.login, facts.config)
         facts = replace(facts, sender_trusted=trusted, sender_reason=reason)
     return facts
 

@@ -23,6 +23,7 @@ from bot.sandbox.control import add_control_routes
 from bot.sandbox.hooks import add_hook_routes, app_jwt_error
 from bot.sandbox.listings import add_listing_routes
 from bot.sandbox.state import SandboxState, Thread
+from bot.sandbox.teams import add_team_routes, effective_role
 
 
 def _err(status: int, message: str) -> JSONResponse:
@@ -61,6 +62,7 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
     _add_app_routes(app, st)
     add_hook_routes(app, st)
     add_check_routes(app, st)
+    add_team_routes(app, st)
     add_listing_routes(app, st)  # before /issues/{n}: "/issues/comments" is a listing, not an issue
     _add_issue_routes(app, st)
     _add_pull_routes(app, st)
@@ -196,7 +198,7 @@ def _add_pull_routes(app: FastAPI, st: SandboxState) -> None:
 def _add_repo_routes(app: FastAPI, st: SandboxState) -> None:
     @app.get("/repos/{o}/{r}/collaborators/{u}/permission")
     def permission(o: str, r: str, u: str) -> Any:
-        role = st.roles.get((f"{o}/{r}", u), "read")
+        role = effective_role(st, f"{o}/{r}", u)  # direct and through teams, as GitHub reports it
         legacy = {"maintain": "write", "triage": "read"}.get(role, role)
         return {"permission": legacy, "role_name": role, "user": {**st.user(u), "role_name": role}}
 
