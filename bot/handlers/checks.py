@@ -2,9 +2,10 @@
 pull request's head (a plan that timed out or hit a flaky GitHub read gets a second chance without a push).
 
 GitHub sends these only to the App that owns the check (run or suite). The event names a head SHA and, for PRs
-whose branch is in the repository, the PRs; a fork's PR is found among the open PRs by that head SHA. The PR's
-current head is planned, even when the re-run was asked on an older commit's check: the plan is of the code
-that would run. A closed PR is left alone; a draft gets its short note again.
+whose branch is in the repository, the PRs; a fork's PR is found among the open PRs by that head SHA (so a
+re-run on an older commit of a fork's PR finds nothing to plan). A listed PR's current head is planned, even when
+the re-run was asked on an older commit's check: the plan is of the code that would run. A closed PR is left
+alone; a draft gets its short note again.
 """
 
 from __future__ import annotations

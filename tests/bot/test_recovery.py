@@ -123,3 +123,22 @@ def test_recovery_is_off_with_a_fixed_token_or_zero_interval(
     settings = make_settings(tmp_path, "http://127.0.0.1:9", app_key, recovery_interval_s=60)
     assert Bot(settings, token="ghs_fixed").recovery is None
     assert Bot(settings).recovery is not None
+
+
+def test_log_is_read_across_cursor_pages_within_the_lookback(
+    tmp_path: Path, sandbox: tuple[str, SandboxState], app_key: tuple[Path, str]
+) -> None:
+    url, _ = sandbox
+    d = SandboxDriver(url, None, SECRET)
+    d.configure(app_public_key=app_key[1], app_id=1)
+    payload = {"action": "opened"}
+    for _ in range(105):  # more than one page of 100
+        _log_failed(d, payload, 0)
+    _log_failed(d, payload, 200)  # a success: not in the status=failure listing
+    bot = Bot(make_settings(tmp_path, url, app_key, recovery_interval_s=60))
+    assert bot.recovery is not None
+    attempts = bot.recovery.failed_attempts()
+    assert len(attempts) == 105 and len({a.id for a in attempts}) == 105
+    assert [a.id for a in attempts] == sorted((a.id for a in attempts), reverse=True)  # newest first
+    bot.recovery.clock = lambda: datetime.now(UTC).timestamp() + 3 * bot.recovery.lookback_s  # type: ignore[union-attr]
+    assert bot.recovery.failed_attempts() == []  # everything is older than the window
