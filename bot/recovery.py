@@ -97,11 +97,14 @@ def select_redeliveries(attempts: Iterable[HookDelivery], claimed: set[str], pen
 
 class Recovery:
     def __init__(self, app_client: GitHubClient, ledger: Ledger, *, interval_s: float, lookback_s: float,
-                 max_attempts: int, start_delay_s: float = 5.0, clock: Callable[[], float] = time.time) -> None:
+                 max_attempts: int, start_delay_s: float = 5.0, clock: Callable[[], float] = time.time,
+                 on_outcome: Callable[[str, int], None] | None = None) -> None:
         self.gh, self.ledger = app_client, ledger
         self.interval_s, self.lookback_s, self.max_attempts = interval_s, lookback_s, max_attempts
         self.start_delay_s, self.clock = start_delay_s, clock
         self._asked: dict[str, float] = {}  # guid -> when this process asked GitHub to redeliver it
+        self._given_up: set[str] = set()  # logged once, not on every pass for the three days GitHub keeps them
+        self._on_outcome = on_outcome or (lambda outcome, n: None)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.passes = 0
@@ -155,9 +158,15 @@ class Recovery:
         except GitHubError as err:
             report.error = str(err)
             log_event(log, "recovery pass failed; the next pass retries", level=logging.WARNING, error=str(err))
-        for guid in report.gave_up:
+        new_give_ups = [g for g in report.gave_up if g not in self._given_up]
+        for guid in new_give_ups:
             log_event(log, "delivery left failed: attempt bound reached", level=logging.WARNING, delivery=guid,
                       max_attempts=self.max_attempts)
+        self._given_up.update(new_give_ups)
+        for outcome, n in (("redelivered", len(report.redelivered)), ("gave_up", len(new_give_ups)),
+                           ("error", int(report.error is not None))):
+            if n:
+                self._on_outcome(outcome, n)
         self.passes += 1
         return report
 
@@ -183,10 +192,12 @@ class Recovery:
                 return
 
 
-def recovery_for(settings: BotSettings, auth: AppAuth | None, ledger: Ledger) -> Recovery | None:
+def recovery_for(settings: BotSettings, auth: AppAuth | None, ledger: Ledger,
+                 on_outcome: Callable[[str, int], None] | None = None) -> Recovery | None:
     """The recovery loop of an App-mode bot (None with a fixed token, or with ``recovery_interval_s`` 0)."""
     if auth is None or settings.recovery_interval_s <= 0:
         return None
     client = GitHubClient(settings.github_api_url, auth.app_jwt, write_interval_s=settings.write_interval_s)
     return Recovery(client, ledger, interval_s=settings.recovery_interval_s, lookback_s=settings.recovery_lookback_s,
-                    max_attempts=settings.recovery_max_attempts, start_delay_s=settings.recovery_start_delay_s)
+                    max_attempts=settings.recovery_max_attempts, start_delay_s=settings.recovery_start_delay_s,
+                    on_outcome=on_outcome)

@@ -92,6 +92,9 @@ def test_events_while_down_are_redelivered_at_start_and_periodically_exactly_onc
     assert not bot_comments(d.thread(REPO, bounded_n), "preregistration")
     for guid in [*down_guids, claimed_guid]:
         assert (bot.ledger.delivery_status(guid) or {}).get("status") == "done"
+    counts = {s.labels["outcome"]: s.value for m in bot.metrics.registry.collect() if m.name == "openlab_recovery"
+              for s in m.samples if s.name == "openlab_recovery_total"}
+    assert counts == {"redelivered": 3.0, "gave_up": 1.0}, counts  # the give-up counted once, not per pass
 
     # The recovery calls are operations of GitHub's REST description, answered in its shapes, with the App JWT.
     calls = [r for r in state.requests if r["path"].startswith("/app/hook/")]
