@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import httpx
+
 from tests.bot import github_spec as gs
 from tests.bot.conftest import Lab
 from tests.bot.helpers import REPO, bot_comments, experiment_file
@@ -46,6 +48,16 @@ def test_rerun_buttons_replan_the_pr_head(lab: Lab) -> None:
     lab.settle(timeout=60)
     after = [r for r in d.requests() if r["method"] == "PATCH" and "/check-runs/" in r["path"]]
     assert len(after) == before + 1 and after[-1]["body"]["conclusion"] == "success"
+    assert (lab.bot.ledger.delivery_status(guid) or {}).get("status") == "done"
+
+    # A re-run of another app's check (GitHub would not send it to us; the handler checks anyway) does nothing.
+    d.configure(tokens={"ghs_other_app": "other-ci[bot]"})
+    other = httpx.post(f"{d.sandbox.base_url}/repos/{REPO}/check-runs", json={"name": "ci/tests", "head_sha": head},
+                       headers={"Authorization": "Bearer ghs_other_app"}).json()
+    writes = len([r for r in d.requests() if r["method"] != "GET"])
+    guid = d.rerun_check(REPO, "maintainer", check_run_id=other["id"])
+    lab.settle()
+    assert len([r for r in d.requests() if r["method"] != "GET"]) == writes  # the bot wrote nothing
     assert (lab.bot.ledger.delivery_status(guid) or {}).get("status") == "done"
 
     if gs.OPENAPI.exists():  # the re-run payloads are GitHub's
