@@ -54,7 +54,8 @@ def add_check_routes(app: FastAPI, st: SandboxState) -> None:
                 cr = {k: v for k, v in st.check_runs[int(b["check_run_id"])].items() if not k.startswith("_")}
                 suite = _suite(st, repo, cr["head_sha"])
                 cr.update(app=suite["app"], check_suite=suite, pull_requests=suite["pull_requests"],
-                          completed_at=cr.get("completed_at") or shapes.NOW, details_url=cr.get("details_url") or cr["html_url"],
+                          completed_at=cr.get("completed_at") or shapes.NOW,
+                          details_url=cr.get("details_url") or cr["html_url"],
                           external_id=cr.get("external_id") or "")
                 return {"event": "check_run", "check_run": cr, **env}
             return {"event": "check_suite", "check_suite": _suite(st, repo, b["head_sha"]), **env}
