@@ -178,7 +178,7 @@ class Recovery:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(10)
+            self._thread.join(2)  # a daemon thread: a request in flight may finish after the server is gone
 
     def _loop(self) -> None:
         if self._stop.wait(self.start_delay_s):
@@ -197,7 +197,10 @@ def recovery_for(settings: BotSettings, auth: AppAuth | None, ledger: Ledger,
     """The recovery loop of an App-mode bot (None with a fixed token, or with ``recovery_interval_s`` 0)."""
     if auth is None or settings.recovery_interval_s <= 0:
         return None
-    client = GitHubClient(settings.github_api_url, auth.app_jwt, write_interval_s=settings.write_interval_s)
+    # Few, short retries: a pass that cannot reach GitHub ends and the next pass tries again, and a server that
+    # shuts down is not held by a backoff sleep.
+    client = GitHubClient(settings.github_api_url, auth.app_jwt, write_interval_s=settings.write_interval_s,
+                          max_retries=1, backoff_s=0.5, max_wait_s=30.0, timeout_s=10.0)
     return Recovery(client, ledger, interval_s=settings.recovery_interval_s, lookback_s=settings.recovery_lookback_s,
                     max_attempts=settings.recovery_max_attempts, start_delay_s=settings.recovery_start_delay_s,
                     on_outcome=on_outcome)
