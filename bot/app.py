@@ -53,7 +53,11 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if start_worker:
             bot.worker.start()
+        if bot.recovery is not None:  # redeliver what failed while the server was away (bot/recovery.py)
+            bot.recovery.start()
         yield
+        if bot.recovery is not None:
+            bot.recovery.stop()
         if start_worker:
             bot.worker.stop()
 

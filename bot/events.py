@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-HANDLED_EVENTS = ("ping", "installation", "issues", "issue_comment", "pull_request")
+HANDLED_EVENTS = ("ping", "installation", "issues", "issue_comment", "pull_request", "check_run", "check_suite")
 
 
 class _M(BaseModel):
@@ -138,7 +138,45 @@ class PullRequestEvent(_Event):
     label: Label | None = None
 
 
-Event = PingEvent | InstallationEvent | IssuesEvent | IssueCommentEvent | PullRequestEvent
+class CheckPull(_M):
+    """A PR as a check run or suite lists it (GitHub lists only PRs whose head branch is in the repository)."""
+
+    number: int
+
+
+class CheckRun(_M):
+    id: int
+    name: str
+    head_sha: str
+    pull_requests: list[CheckPull] = Field(default_factory=list)
+
+
+class CheckSuite(_M):
+    id: int
+    head_sha: str
+    pull_requests: list[CheckPull] = Field(default_factory=list)
+
+
+class CheckRunEvent(_Event):
+    """GitHub's "Re-run" button on one of the bot's check runs."""
+
+    event: Literal["check_run"] = "check_run"
+    action: Literal["rerequested"]
+    check_run: CheckRun
+    repository: Repository
+
+
+class CheckSuiteEvent(_Event):
+    """GitHub's "Re-run all checks" on the bot's check suite."""
+
+    event: Literal["check_suite"] = "check_suite"
+    action: Literal["rerequested"]
+    check_suite: CheckSuite
+    repository: Repository
+
+
+Event = (PingEvent | InstallationEvent | IssuesEvent | IssueCommentEvent | PullRequestEvent | CheckRunEvent
+         | CheckSuiteEvent)
 
 _MODELS: dict[str, type[BaseModel]] = {
     "ping": PingEvent,
@@ -146,6 +184,8 @@ _MODELS: dict[str, type[BaseModel]] = {
     "issues": IssuesEvent,
     "issue_comment": IssueCommentEvent,
     "pull_request": PullRequestEvent,
+    "check_run": CheckRunEvent,
+    "check_suite": CheckSuiteEvent,
 }
 
 

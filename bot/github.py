@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import requests
 
@@ -69,7 +69,8 @@ class GitHubClient:
 
     # -- transport ---------------------------------------------------------------------------------------------
     def request(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
-                ok_404: bool = False) -> Any:
+                ok_404: bool = False, with_cursor: bool = False) -> Any:
+        """The JSON answer; with ``with_cursor``, ``(answer, cursor of the Link header's next page or None)``."""
         method = method.upper()
         secondary_wait = self.secondary_wait_s
         for attempt in range(self.max_retries + 1):
@@ -104,7 +105,8 @@ class GitHubClient:
                 return None
             if status >= 400:
                 raise GitHubError(status, method, path, _message(resp))
-            return resp.json() if resp.content else None
+            body = resp.json() if resp.content else None
+            return (body, _next_cursor(resp)) if with_cursor else body
         raise AssertionError("unreachable")
 
     def _pace(self) -> None:
@@ -222,6 +224,35 @@ class GitHubClient:
     def create_pull(self, repo: str, *, title: str, head: str, base: str, body: str, draft: bool) -> dict[str, Any]:
         return self.request("POST", f"/repos/{repo}/pulls",
                             json={"title": title, "head": head, "base": base, "body": body, "draft": draft})
+
+    # -- App-level endpoints (App JWT as the token; recovery.py) and teams (trust.py) -------------------------
+    def hook_deliveries(self, cursor: str | None = None, status: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page (newest first) of the App's webhook delivery log and the cursor of the next page."""
+        params: dict[str, Any] = {"per_page": 100, **({"cursor": cursor} if cursor else {}),
+                                  **({"status": status} if status else {})}
+        data, nxt = self.request("GET", "/app/hook/deliveries", params=params, with_cursor=True)
+        return list(data or []), nxt
+
+    def redeliver(self, delivery_id: int) -> None:
+        self.request("POST", f"/app/hook/deliveries/{int(delivery_id)}/attempts")
+
+    def team_membership(self, org: str, team_slug: str, user: str) -> str | None:
+        """The user's membership state in the team (``active``/``pending``), or None if not a member."""
+        data = self.request("GET", f"/orgs/{quote(org)}/teams/{quote(team_slug)}/memberships/{quote(user)}",
+                            ok_404=True)
+        return str(data.get("state")) if data else None
+
+    def pulls_for_sha(self, repo: str, sha: str) -> list[dict[str, Any]]:
+        """Open PRs whose head is ``sha`` (a check suite's ``pull_requests`` is empty for forks)."""
+        return [p for p in self.paginate(f"/repos/{repo}/pulls", {"state": "open"}, limit_pages=10)
+                if (p.get("head") or {}).get("sha") == sha]
+
+
+def _next_cursor(resp: requests.Response) -> str | None:
+    """The ``cursor`` of the ``rel="next"`` Link (cursor-paged endpoints such as the App's delivery log)."""
+    url = resp.links.get("next", {}).get("url")
+    values = parse_qs(urlsplit(url).query).get("cursor") if url else None
+    return values[0] if values else None
 
 
 def _message(resp: requests.Response) -> str:

@@ -36,6 +36,7 @@ class RepoConfig(BaseModel):
     experiment_label: str = Field("experiment", description="Label of the Experiment issue form.")
     speedrun_label: str = Field("speedrun", description="Label of the Speedrun issue form.")
     approvers: list[str] = Field(default_factory=list, description="Logins trusted in addition to write+ users.")
+    approver_teams: list[str] = Field(default_factory=list, max_length=10, description="Teams (`org/slug`, or `slug` in the repository owner's organization) whose active members are trusted like approvers; needs the App's organization members (read) permission.")
     min_permission: str = Field("write", pattern="^(triage|write|maintain|admin)$", description="Lowest repository role whose /run and approval label count.")
     # The leaderboard owns the Track model; a preregistration names one of these tracks by id.
     tracks: list[Track] = Field(default_factory=default_tracks, description="Leaderboard tracks; a preregistration names one by id.")

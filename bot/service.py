@@ -19,6 +19,7 @@ from bot.github import GitHubClient
 from bot.handlers import Env
 from bot.ledger import Ledger, LedgerView
 from bot.plan_sandbox import PlanOutcome, materialise, run_plan
+from bot.recovery import recovery_for
 from bot.settings import BotSettings
 from bot.worker import Worker
 
@@ -32,6 +33,9 @@ class Metrics:
                                  ["outcome"], registry=self.registry)
         self.github_limited = Counter("openlab_github_rate_limited_total", "GitHub 403/429 rate-limit answers",
                                       ["status"], registry=self.registry)
+        self.recovery = Counter("openlab_recovery_total", "Recovery after downtime: redeliveries requested, "
+                                "deliveries given up (attempt bound), failed passes", ["outcome"],
+                                registry=self.registry)
         depth = Gauge("openlab_queue_depth", "Deliveries waiting in the ledger queue", registry=self.registry)
         depth.set_function(lambda: float(ledger.queue_depth()))
 
@@ -90,6 +94,8 @@ class Bot:
         self._clients: dict[int | None, tuple[Env, Executor]] = {}
         self._lock = threading.Lock()
         self.worker = Worker(self.ledger, self.env_for, on_outcome=lambda o: self.metrics.processed.labels(o).inc())
+        self.recovery = recovery_for(settings, self._auth, self.ledger,  # started with the server (app.py)
+                                     on_outcome=lambda o, n: self.metrics.recovery.labels(o).inc(n))
 
     def env_for(self, installation_id: int | None) -> tuple[Env, Executor]:
         with self._lock:

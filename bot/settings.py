@@ -32,6 +32,10 @@ class BotSettings(BaseSettings):
     worker: str = Field("process", description="process (default) | thread | off: where the queue worker runs.")
     plan_timeout_s: float = Field(120.0, description="Wall-clock limit of one sandboxed `openlab plan` of PR code.")
     plan_memory_mb: int = Field(4096, description="Memory limit of one sandboxed `openlab plan`.")
+    recovery_interval_s: float = Field(600.0, ge=0, description="App mode: seconds between passes over the App's webhook delivery log that redeliver deliveries which failed while the server was away (a first pass runs at start); 0 turns recovery off.")
+    recovery_lookback_s: float = Field(72 * 3600.0, gt=0, description="How far back recovery looks in the delivery log (GitHub keeps it, and allows redelivery, for 3 days).")
+    recovery_max_attempts: int = Field(3, ge=1, description="Recovery gives up on a delivery GitHub has already attempted this many times (the original included).")
+    recovery_start_delay_s: float = Field(5.0, ge=0, description="Seconds after start before the first recovery pass, so the server listens when GitHub redelivers.")
 
     @field_validator("worker", mode="before")
     @classmethod

@@ -21,6 +21,8 @@ def runnable(ctx: Context, name: str, args: tuple[str, ...]) -> tuple[list[Exper
         return [], ctx.trust_reason
     if pull.state != "open":
         return [], "the pull request is closed"
+    if pull.draft:
+        return [], "the pull request is a draft: mark it ready for review, wait for its plan, then `/run` again"
     exps = list(pull.experiments)
     if args:
         want = args[0].strip()

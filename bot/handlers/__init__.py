@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.actions import Action
-from bot.events import Event, Ignored, InstallationEvent, IssueCommentEvent, IssuesEvent, PullRequestEvent
+from bot.events import (
+    CheckRunEvent,
+    CheckSuiteEvent,
+    Event,
+    Ignored,
+    InstallationEvent,
+    IssueCommentEvent,
+    IssuesEvent,
+    PullRequestEvent,
+)
 from bot.github import GitHubClient
 from bot.ledger import LedgerView
 from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
@@ -46,6 +55,10 @@ def handle(event: Event | Ignored, env: Env) -> list[Action]:
         return issues.decide(event, issues.gather(event, env), env.view)
     if isinstance(event, PullRequestEvent):
         return pulls.decide(event, pulls.gather(event, env), env.view)
+    if isinstance(event, CheckRunEvent | CheckSuiteEvent):
+        from bot.handlers import checks
+
+        return checks.decide(event, checks.gather(event, env), env.view)
     if isinstance(event, IssueCommentEvent):
         facts = comments.gather(event, env)
         return [] if facts is None else comments.decide(event, facts, env.view)

@@ -14,7 +14,7 @@ from bot.handlers import Env, load_repo_config
 from bot.handlers.pulls import prereg_statuses, pull_info
 from bot.ledger import LedgerView
 from bot.render import render_comment
-from bot.trust import decide_trust
+from bot.trust import gather_trust
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,7 @@ def gather(event: IssueCommentEvent, env: Env) -> CommentFacts | None:
         return None
     repo = event.repository.full_name
     config, error = load_repo_config(env, repo)
-    role = env.gh.permission(repo, event.sender.login)
-    trusted, reason = decide_trust(event.sender.login, role, config)
+    trusted, reason = gather_trust(env.gh, repo, event.sender.login, config)
     pull: PullInfo | None = None
     prereg: dict[int, str] = {}
     if event.issue.pull_request is not None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from markupsafe import Markup
 
 from bot.actions import (
     Action,
@@ -25,8 +27,9 @@ from bot.handlers.plan_report import plan_actions
 from bot.ledger import LedgerView
 from bot.linking import link
 from bot.plan_sandbox import PlanOutcome
+from bot.render import marker, render
 from bot.repo_config import RepoConfig
-from bot.trust import decide_trust
+from bot.trust import gather_trust
 
 PLAN_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review", "edited")
 
@@ -67,20 +70,33 @@ def prereg_statuses(env: Env, repo: str, issues: list[int | None], config: RepoC
     return out
 
 
-def gather(event: PullRequestEvent, env: Env) -> PullFacts:
-    repo = event.repository.full_name
+def plan_facts(env: Env, repo: str, pr: dict[str, Any], plan: bool) -> PullFacts:
+    """What planning a PR needs; the plan itself only when asked for and the PR is open and not a draft (a draft is
+    planned once it is marked ready for review). Shared with the check re-run handler (checks.py)."""
     config, error = load_repo_config(env, repo)
-    pull = pull_info(env, repo, event.pull_request.model_dump(), config)
+    pull = pull_info(env, repo, pr, config)
     prereg = prereg_statuses(env, repo, [e.issue for e in pull.experiments], config)
     flops = {n: (env.view.preregistration(repo, n) or {}).get("planned_flops") for n in prereg}
     plans = None
-    if event.action in PLAN_ACTIONS and env.planner is not None and pull.state == "open":
+    if plan and env.planner is not None and pull.state == "open" and not pull.draft:
         paths = [e.path for e in pull.experiments if not e.problems]
         plans = env.planner(repo, pull.head_sha, paths) if paths else {}
-    trusted, reason = False, ""
+    return PullFacts(config, error, pull, prereg, flops, plans, False, "")
+
+
+def gather(event: PullRequestEvent, env: Env) -> PullFacts:
+    repo = event.repository.full_name
+    facts = plan_facts(env, repo, event.pull_request.model_dump(), plan=event.action in PLAN_ACTIONS)
     if event.action in ("labeled", "unlabeled") and not event.sender.is_bot:
-        trusted, reason = decide_trust(event.sender.login, env.gh.permission(repo, event.sender.login), config)
-    return PullFacts(config, error, pull, prereg, flops, plans, trusted, reason)
+        trusted, reason = gather_trust(env.gh, repo, event.sender.login, facts.config)
+        facts = replace(facts, sender_trusted=trusted, sender_reason=reason)
+    return facts
+
+
+def draft_note(repo: str, pr: int) -> UpsertComment:
+    """The sticky plan comment of a draft PR: a short note, replaced by the plan once the PR is ready."""
+    return UpsertComment(repo=repo, issue_number=pr, kind="plan", key=str(pr),
+                         body=render("plan_draft.md.j2", marker=Markup(marker("plan", str(pr)))))
 
 
 def decide(event: PullRequestEvent, facts: PullFacts, view: LedgerView) -> list[Action]:
@@ -89,6 +105,8 @@ def decide(event: PullRequestEvent, facts: PullFacts, view: LedgerView) -> list[
     if facts.plans is not None:
         actions += plan_actions(repo, pr.number, pr.head_sha, pr.experiments, facts.plans, facts.prereg,
                                 facts.prereg_flops, cfg)
+    elif pr.draft and event.action in ("opened", "reopened") and pr.state == "open":
+        actions.append(draft_note(repo, pr.number))  # a push to a draft says nothing more
     if event.action == "synchronize":
         actions += _revoke_on_push(event, facts, view)
     elif event.action == "closed":

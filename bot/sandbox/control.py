@@ -28,6 +28,10 @@ def add_control_routes(app: FastAPI, st: SandboxState) -> None:
                 st.app_id = b.get("app_id", st.app_id)
             if "latency_s" in b:
                 st.latency_s = float(b["latency_s"])
+            if "hook_url" in b:
+                st.hook_url, st.hook_secret = b["hook_url"], b.get("hook_secret")
+            for t in b.get("teams", []):  # {"org", "slug", "members": {login: member|maintainer}, "repos": {repo: role}}
+                st.teams[(t["org"], t["slug"])] = {"members": dict(t.get("members", {})), "repos": dict(t.get("repos", {}))}
         return {"ok": True}
 
     @app.post("/_sandbox/faults")
@@ -79,6 +83,16 @@ def add_control_routes(app: FastAPI, st: SandboxState) -> None:
             t.pull["head_sha"] = st.commit(b["repo"], t.pull["head_ref"], b.get("files", {}), parent=before)
             return _envelope(st, b["repo"], b["user"], number=t.number, pull_request=st.pull_shape(t),
                              before=before, after=t.pull["head_sha"])
+
+    @app.post("/_sandbox/pulls/draft")
+    async def set_draft(request: Request) -> Any:
+        """Mark a PR ready for review (``draft: false``) or convert it to a draft (``draft: true``)."""
+        b = await request.json()
+        with st.lock:
+            t = st.threads[(b["repo"], b["number"])]
+            assert t.pull is not None
+            t.pull["draft"] = bool(b["draft"])
+            return _envelope(st, b["repo"], b["user"], number=t.number, pull_request=st.pull_shape(t))
 
     @app.post("/_sandbox/comments")
     async def comment(request: Request) -> Any:

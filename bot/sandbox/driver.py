@@ -36,10 +36,21 @@ class SandboxDriver:
     # -- webhook delivery --------------------------------------------------------------------------------------
     def deliver(self, event: str, payload: dict[str, Any], guid: str | None = None,
                 secret: bytes | None = None) -> httpx.Response:
+        """POST a signed webhook to the bot and log it in the App's delivery log, as GitHub does. A bot that cannot
+        be reached is logged as a failed delivery (recovery redelivers it) and the connection error re-raised."""
         guid = guid or str(uuid.uuid4())
         body = json.dumps(payload).encode()
         self.sent[guid] = (event, body)
-        return self.post_raw(event, body, guid, sign(secret or self.secret, body))
+        inst = (payload.get("installation") or {}).get("id") if isinstance(payload.get("installation"), dict) else None
+        logged = {"guid": guid, "event": event, "action": payload.get("action"), "body": body.decode(),
+                  "installation_id": inst}
+        try:
+            resp = self.post_raw(event, body, guid, sign(secret or self.secret, body))
+        except httpx.TransportError:
+            self._ctl("hook/deliveries", **logged, status_code=0)
+            raise
+        self._ctl("hook/deliveries", **logged, status_code=resp.status_code)
+        return resp
 
     def post_raw(self, event: str, body: bytes, guid: str, signature: str | None) -> httpx.Response:
         headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": guid, "Content-Type": "application/json",
@@ -63,7 +74,10 @@ class SandboxDriver:
                    "installation": {"id": self.installation_id, "node_id": "MDIz"}}
         guid = str(uuid.uuid4())
         if self.bot_url:
-            resp = self.deliver(event, payload, guid)
+            try:
+                resp = self.deliver(event, payload, guid)
+            except httpx.TransportError:
+                return payload, guid  # the bot is down: GitHub logs the failure and the user sees nothing
             if resp.status_code >= 300:
                 raise RuntimeError(f"bot answered {resp.status_code}: {resp.text}")
         return payload, guid
@@ -72,6 +86,10 @@ class SandboxDriver:
     def setup_repo(self, repo: str, files: dict[str, str], roles: dict[str, str] | None = None,
                    tokens: dict[str, str] | None = None, **extra: Any) -> None:
         self._ctl("setup", repo=repo, files=files, roles=roles or {}, tokens=tokens or {}, **extra)
+
+    def hook_log(self) -> list[dict[str, Any]]:
+        """The App's delivery log (every attempt, oldest first)."""
+        return self.sandbox.get("/_sandbox/hook/deliveries").json()
 
     def configure(self, **settings: Any) -> None:
         self._ctl("setup", **settings)
@@ -102,6 +120,12 @@ class SandboxDriver:
         self._send("pull_request", "synchronize", env, number=number, before=env["before"], after=env["after"])
         return str(env["after"])
 
+    def ready_for_review(self, repo: str, number: int, user: str, draft: bool = False) -> str:
+        """Mark the PR ready for review (or, with ``draft=True``, convert it to a draft); returns the delivery id."""
+        env = self._ctl("pulls/draft", repo=repo, number=number, user=user, draft=draft)
+        _, guid = self._send("pull_request", "converted_to_draft" if draft else "ready_for_review", env, number=number)
+        return guid
+
     def comment(self, repo: str, number: int, user: str, body: str) -> tuple[int, str]:
         env = self._ctl("comments", repo=repo, number=number, user=user, body=body)
         _, guid = self._send("issue_comment", "created", env)
@@ -112,6 +136,14 @@ class SandboxDriver:
         event = "pull_request" if "pull_request" in env else "issues"
         extra = {"number": number} if event == "pull_request" else {}
         _, guid = self._send(event, "unlabeled" if remove else "labeled", env, **extra)
+        return guid
+
+    def rerun_check(self, repo: str, user: str, check_run_id: int | None = None, head_sha: str | None = None) -> str:
+        """Press "Re-run" on one check run, or "Re-run all checks" on the commit's suite; returns the delivery id."""
+        which = {"check_run_id": check_run_id} if check_run_id is not None else {"head_sha": head_sha}
+        env = self._ctl("checks/rerequest", repo=repo, user=user, **which)
+        event = env.pop("event")
+        _, guid = self._send(event, "rerequested", env)
         return guid
 
     # -- looking --------------------------------------------------------------------------------------------

@@ -14,14 +14,16 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import jwt
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from bot.sandbox import shapes
+from bot.sandbox.checks import add_check_routes
 from bot.sandbox.control import add_control_routes
+from bot.sandbox.hooks import add_hook_routes, app_jwt_error
 from bot.sandbox.listings import add_listing_routes
 from bot.sandbox.state import SandboxState, Thread
+from bot.sandbox.teams import add_team_routes, effective_role
 
 
 def _err(status: int, message: str) -> JSONResponse:
@@ -58,6 +60,9 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
         return resp
 
     _add_app_routes(app, st)
+    add_hook_routes(app, st)
+    add_check_routes(app, st)
+    add_team_routes(app, st)
     add_listing_routes(app, st)  # before /issues/{n}: "/issues/comments" is a listing, not an issue
     _add_issue_routes(app, st)
     _add_pull_routes(app, st)
@@ -79,13 +84,8 @@ def _thread(st: SandboxState, o: str, r: str, n: int) -> Thread | None:
 def _add_app_routes(app: FastAPI, st: SandboxState) -> None:
     @app.post("/app/installations/{installation_id}/access_tokens", status_code=201)
     def access_token(installation_id: int, request: Request) -> Any:
-        auth = request.headers.get("authorization", "")
-        try:
-            claims = jwt.decode(auth.removeprefix("Bearer "), st.app_public_key or "", algorithms=["RS256"])
-        except jwt.PyJWTError as err:
-            return _err(401, f"A JSON web token could not be decoded ({err})")
-        if str(claims.get("iss")) != str(st.app_id) or claims["exp"] - claims["iat"] > 600:
-            return _err(401, "'Expiration time' claim ('exp') is too far in the future")
+        if (bad := app_jwt_error(st, request)) is not None:
+            return bad
         token = "ghs_" + secrets.token_hex(18)
         st.tokens[token] = st.bot_login
         expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -198,7 +198,7 @@ def _add_pull_routes(app: FastAPI, st: SandboxState) -> None:
 def _add_repo_routes(app: FastAPI, st: SandboxState) -> None:
     @app.get("/repos/{o}/{r}/collaborators/{u}/permission")
     def permission(o: str, r: str, u: str) -> Any:
-        role = st.roles.get((f"{o}/{r}", u), "read")
+        role = effective_role(st, f"{o}/{r}", u)  # direct and through teams, as GitHub reports it
         legacy = {"maintain": "write", "triage": "read"}.get(role, role)
         return {"permission": legacy, "role_name": role, "user": {**st.user(u), "role_name": role}}
 

@@ -62,6 +62,11 @@ class SandboxState:
         self.requests: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
         self.latency_s = 0.0
+        self.hook_url: str | None = None  # where deliveries go (redeliveries of hooks.py)
+        self.hook_secret: str | None = None
+        self.hook_deliveries: list[dict[str, Any]] = []  # the App's delivery log, oldest first
+        self.hook_ids = itertools.count(90_000)
+        self.teams: dict[tuple[str, str], dict[str, Any]] = {}  # (org, slug) -> {"members": {login: role}, "repos": {repo: permission}}
         self.user(bot_login, kind="Bot")
 
     def user(self, login: str, kind: str = "User") -> dict[str, Any]:

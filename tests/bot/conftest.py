@@ -37,6 +37,7 @@ def make_settings(tmp_path: Path, sandbox_url: str, app_key: tuple[Path, str], *
         webhook_secrets=[SECRET, OLD_SECRET], ledger_url=f"sqlite:///{tmp_path}/ledger.sqlite3",
         github_api_url=sandbox_url, app_id="1", private_key_path=app_key[0], write_interval_s=0.0,
         bot_login="openlab[bot]", plan_timeout_s=20.0,
+        recovery_interval_s=0,  # tests/bot/test_recovery.py turns the delivery-log recovery on where it tests it
     )
     values.update(over)
     return BotSettings(**values)  # type: ignore[arg-type]

@@ -112,7 +112,7 @@ def test_app_manifest_is_minimal() -> None:
     from tests.bot.helpers import ROOT
 
     manifest = yaml.safe_load((ROOT / "app.yml").read_text())
-    assert set(manifest["default_events"]) == {"issues", "issue_comment", "pull_request"}
+    assert set(manifest["default_events"]) == {"issues", "issue_comment", "pull_request", "check_run", "check_suite"}
     assert manifest["default_permissions"] == {"metadata": "read", "issues": "write", "pull_requests": "write",
                                                "checks": "write", "contents": "write"}
 
