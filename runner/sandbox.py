@@ -193,8 +193,8 @@ def _bwrap_args(tool: str, copy: Path, env: dict[str, str], argv: list[str]) -> 
             args += ["--ro-bind", str(host), str(host)]
     for b in binds:
         args += ["--ro-bind", b, b]
-    args += ["--bind", str(copy), SANDBOX_ROOT, "--chdir", SANDBOX_ROOT, "--tmpfs", "/tmp", "--proc", "/proc",
-             "--dev", "/dev"]
+    args += ["--bind", str(copy), SANDBOX_ROOT, "--chdir", SANDBOX_ROOT, "--perms", "1777", "--tmpfs", "/tmp",
+             "--proc", "/proc", "--dev", "/dev"]
     for k, v in env.items():
         args += ["--setenv", k, v]
     if os.geteuid() == 0:
