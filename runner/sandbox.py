@@ -136,6 +136,7 @@ def copy_checkout(src: Path, dst: Path, max_bytes: int) -> Path:
         return out
 
     shutil.copytree(src, dst, symlinks=True, ignore=ignore)
+    os.chmod(dst, 0o755)  # bwrap enters it before dropping to nobody, with no capability to pass a 0700 dir
     if os.geteuid() == 0:  # the sandboxed code runs as nobody and may write in its own copy
         for folder, dirs, files in os.walk(dst):
             for name in [*dirs, *files]:

@@ -71,6 +71,7 @@ def plan_attack(tmp_path: Path) -> Callable[..., Attack]:
     def run(source: str, *, timeout_s: float = 20.0, memory_mb: int = 4096, mode: str | None = "bwrap",
             checkout: Path | None = None) -> Attack:
         root = checkout or materialise({EXPERIMENT: source}, tmp_path / "checkout")
+        root.chmod(0o700)  # as the bot's temporary checkout is
         if checkout is not None:
             (root / EXPERIMENT).parent.mkdir(parents=True, exist_ok=True)
             (root / EXPERIMENT).write_text(source)
