@@ -1,14 +1,15 @@
 """The bot's door to the plan sandbox (:mod:`runner.sandbox`): the same path `openlab plan --sandbox` takes.
 
 The bot never imports PR code: :func:`run_plan` plans one file of a materialised checkout with
-:func:`runner.sandbox.plan_checkout` (bubblewrap by default, fail closed without it, ``OPENLAB_PLAN_SANDBOX``).
+:func:`runner.sandbox_plan.plan_checkout` (bubblewrap by default, fail closed without it, ``OPENLAB_PLAN_SANDBOX``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner.sandbox import Limits, PlanOutcome, last_error, network_prefix, plan_checkout
+from runner.sandbox import Limits, network_prefix
+from runner.sandbox_plan import PlanOutcome, last_error, plan_checkout
 
 __all__ = ["PlanOutcome", "materialise", "network_prefix", "run_plan", "_last_error"]
 

@@ -45,10 +45,10 @@ def plan(experiment: str, prefix: str | None, rerun_failed: bool, strict: bool, 
 
 
 def _plan_sandboxed(experiment: str) -> None:
-    """`openlab plan --sandbox`: the bot's own path (runner.sandbox.plan_checkout) on the current checkout."""
+    """`openlab plan --sandbox`: the bot's own path (runner.sandbox_plan.plan_checkout) on the current checkout."""
     from pathlib import Path
 
-    from runner.sandbox import plan_checkout
+    from runner.sandbox_plan import plan_checkout
 
     root = Path.cwd().resolve()
     target = (root / experiment).resolve()

@@ -12,7 +12,8 @@ One setting, ``OPENLAB_PLAN_SANDBOX``, picks the tool:
 - ``unsandboxed``: an explicit opt-out: rlimits, an empty environment and (where ``unshare`` works) no network,
   but the code sees the host filesystem. Every outcome says so (:attr:`PlanOutcome.isolation`).
 
-A missing tool fails closed: :func:`plan_checkout` returns an error naming the fix and runs nothing.
+A missing tool fails closed: :func:`run_sandboxed` raises :class:`SandboxError` naming the fix and runs nothing
+(:mod:`runner.sandbox_plan` turns that into the plan's error).
 Limits: RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NPROC and no core dumps, set before the tool starts; a wall
 timeout; at most ``output_bytes`` read from each pipe. The process group is killed on timeout, on too much
 output and after exit, and pipes are read with a deadline, so a child that keeps stdout open cannot stall us.
@@ -34,15 +35,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from runner.errors import OpenlabError
-from runner.schema import Plan
 
 MODES = ("bwrap", "nsjail", "unsandboxed")
 SANDBOX_ROOT = "/checkout"
 NOBODY = 65534
-WEAKER = "planned WITHOUT the sandbox (OPENLAB_PLAN_SANDBOX=unsandboxed): PR code could read the bot's files"
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", "out"}
 
 
@@ -219,11 +216,24 @@ def nsjail_args(tool: str, copy: Path, env: dict[str, str], argv: list[str], lim
     return [*args, "--", *argv]
 
 
-def _limits(limits: Limits) -> None:
+def _nproc(limits: Limits) -> int:
+    """RLIMIT_NPROC counts every task of the real uid: as root the sandbox runs as nobody; as a plain user the
+    bot's own processes and threads (Ray's too, on one machine) count, so the sandbox gets that many more."""
+    if os.geteuid() == 0:
+        return limits.nproc
+    mine = 0
+    for d in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if d.name.isdigit() and d.stat().st_uid == os.geteuid():
+                mine += len(os.listdir(d / "task"))
+    return limits.nproc + mine
+
+
+def _limits(limits: Limits, nproc: int) -> None:
     cpu = int(limits.timeout_s) + 1
     for which, value in ((resource.RLIMIT_CPU, cpu), (resource.RLIMIT_AS, limits.memory_mb << 20),
                          (resource.RLIMIT_FSIZE, limits.fsize_mb << 20), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_NPROC, limits.nproc)):
+                         (resource.RLIMIT_NPROC, nproc)):
         resource.setrlimit(which, (value, value))
 
 
@@ -252,7 +262,7 @@ def run_sandboxed(checkout: Path, argv: list[str], limits: Limits, mode: str) ->
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, start_new_session=True,
-                                    preexec_fn=functools.partial(_limits, limits))
+                                    preexec_fn=functools.partial(_limits, limits, _nproc(limits)))
         except OSError as err:
             raise SandboxError(f"could not start the sandbox: {err.strerror or err}") from None
         return _collect(proc, limits)
@@ -300,77 +310,3 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-
-@dataclass(frozen=True)
-class PlanOutcome:
-    """What planning one experiment file gave: a validated plan or one error line, and how it was isolated."""
-
-    path: str
-    plan: Plan | None = None
-    error: str | None = None
-    network_isolated: bool = False
-    isolation: str = ""  # the OPENLAB_PLAN_SANDBOX mode it ran under; "" when planned elsewhere (Actions mode)
-
-
-def plan_checkout(checkout: Path, rel_path: str, limits: Limits | None = None, mode: str | None = None) -> PlanOutcome:
-    """Plan ``rel_path`` of ``checkout`` in the sandbox: the one path the bot and `openlab plan --sandbox` share."""
-    limits = limits or Limits()
-    try:
-        mode = sandbox_mode(mode)
-        argv = [sys.executable, "-I", "-m", "runner.sandbox", "plan", rel_path]
-        res = run_sandboxed(checkout, argv, limits, mode)
-    except SandboxError as err:
-        return PlanOutcome(rel_path, error=str(err), isolation=mode or "")
-    outcome = _outcome(rel_path, res, limits)
-    isolated = mode != "unsandboxed" or bool(network_prefix())
-    if mode != "unsandboxed":
-        return PlanOutcome(rel_path, outcome.plan, outcome.error, isolated, mode)
-    if outcome.plan is not None:
-        plan = outcome.plan.model_copy(update={"warnings": [*outcome.plan.warnings, WEAKER]})
-        return PlanOutcome(rel_path, plan, None, isolated, mode)
-    return PlanOutcome(rel_path, None, f"{outcome.error} ({WEAKER})", isolated, mode)
-
-
-def _outcome(rel_path: str, res: Result, limits: Limits) -> PlanOutcome:
-    if res.timed_out:
-        return PlanOutcome(rel_path, error=f"timed out after {limits.timeout_s:.0f}s")
-    if res.truncated:
-        return PlanOutcome(rel_path, error=f"printed more than {limits.output_bytes} bytes: stopped")
-    if res.returncode != 0:
-        return PlanOutcome(rel_path, error=last_error(res.stderr.decode(errors="replace"), res.returncode or 0))
-    try:
-        return PlanOutcome(rel_path, plan=Plan.model_validate_json(res.stdout))
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])[:200]
-        return PlanOutcome(rel_path, error=f"plan output is not a valid Plan: {where}: {first['msg']}"[:500])
-
-
-def last_error(stderr: str, rc: int) -> str:
-    """The line worth showing from a failed plan: its last ``error:`` line, else its last line, else the signal."""
-    if rc < 0 or rc > 128:  # killed by a signal (bwrap reports its child's as 128 + signal)
-        with contextlib.suppress(ValueError):
-            name = signal.Signals(-rc if rc < 0 else rc - 128).name
-            return {"SIGXCPU": "CPU time limit exceeded", "SIGKILL": "killed (memory or time limit)",
-                    "SIGXFSZ": "file size limit exceeded"}.get(name, name)
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("error:")]
-    return (errors[-1] if errors else (lines[-1] if lines else f"exit status {rc}"))[:500]
-
-
-def _main(argv: list[str]) -> None:
-    """Inside the sandbox: ``python -I -m runner.sandbox plan FILE`` (no plugins: only ``runner`` is visible)."""
-    if argv[:1] != ["plan"] or len(argv) != 2:
-        print("usage: python -m runner.sandbox plan EXPERIMENT.py", file=sys.stderr)
-        sys.exit(2)
-    from runner.executor_cli import plan
-
-    try:
-        plan.main(argv[1:], prog_name="openlab plan", standalone_mode=True)
-    except OpenlabError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    _main(sys.argv[1:])

@@ -1,6 +1,6 @@
 """Plumbing for attacking the plan sandbox the way a hostile PR would, through the bot's own path.
 
-``plan_attack`` writes an experiment file into a checkout, plans it with :func:`runner.sandbox.plan_checkout`
+``plan_attack`` writes an experiment file into a checkout, plans it with :func:`runner.sandbox_plan.plan_checkout`
 (what ``bot.plan_sandbox.run_plan`` and ``openlab plan --sandbox`` call), turns the outcome into the bot's
 plan comment and check run, and returns everything that would be stored or posted as one text to search for
 the secret. ``host_unharmed`` checks after the attack that nothing the sandbox started is still running and
@@ -24,7 +24,8 @@ from bot.handlers.plan_report import plan_actions
 from bot.linking import ExperimentFile
 from bot.plan_sandbox import materialise
 from bot.repo_config import RepoConfig
-from runner.sandbox import NOBODY, Limits, PlanOutcome, plan_checkout
+from runner.sandbox import NOBODY, Limits
+from runner.sandbox_plan import PlanOutcome, plan_checkout
 
 EXPERIMENT = "experiments/exp001_attack.py"
 VALID_TAIL = '''
@@ -70,11 +71,9 @@ def secret() -> str:
 def plan_attack(tmp_path: Path) -> Callable[..., Attack]:
     def run(source: str, *, timeout_s: float = 20.0, memory_mb: int = 4096, mode: str | None = "bwrap",
             checkout: Path | None = None) -> Attack:
-        root = checkout or materialise({EXPERIMENT: source}, tmp_path / "checkout")
+        root = checkout or tmp_path / "checkout"
+        materialise({EXPERIMENT: source}, root)
         root.chmod(0o700)  # as the bot's temporary checkout is
-        if checkout is not None:
-            (root / EXPERIMENT).parent.mkdir(parents=True, exist_ok=True)
-            (root / EXPERIMENT).write_text(source)
         start = time.monotonic()
         outcome = plan_checkout(root, EXPERIMENT, Limits(timeout_s=timeout_s, memory_mb=memory_mb), mode)
         return Attack(outcome, posted_text(outcome), time.monotonic() - start)

@@ -17,7 +17,7 @@ from bot.linking import ExperimentFile
 from bot.plan_sandbox import materialise, run_plan
 from bot.repo_config import RepoConfig
 from runner.cli import main
-from runner.sandbox import WEAKER
+from runner.sandbox_plan import WEAKER
 from tests.security.conftest import EXPERIMENT, VALID_TAIL, Attack
 
 

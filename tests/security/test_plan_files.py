@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bot.ledger import Ledger
-from runner.sandbox import WEAKER
+from runner.sandbox_plan import WEAKER
 from tests.security.conftest import EXPERIMENT, Attack
 
 pytestmark = pytest.mark.usefixtures("host_unharmed")

@@ -81,7 +81,8 @@ def test_1_gb_of_output_costs_bounded_memory(tmp_path: Path) -> None:
     """Planned in a fresh interpreter so its peak RSS is the plan's alone: far below the gigabyte printed."""
     src = "import sys\nchunk = b'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.buffer.write(chunk)\n"
     root = materialise({EXPERIMENT: src}, tmp_path / "checkout")
-    probe = ("import json, resource, sys\nfrom pathlib import Path\nfrom runner.sandbox import plan_checkout, Limits\n"
+    probe = ("import json, resource, sys\nfrom pathlib import Path\nfrom runner.sandbox import Limits\n"
+             "from runner.sandbox_plan import plan_checkout\n"
              f"o = plan_checkout(Path({str(root)!r}), {EXPERIMENT!r}, Limits(timeout_s=30))\n"
              "print(json.dumps([o.error, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
