@@ -26,6 +26,7 @@ from bot.plan_sandbox import materialise
 from bot.repo_config import RepoConfig
 from runner.sandbox import NOBODY, Limits
 from runner.sandbox_plan import PlanOutcome, plan_checkout
+from tests.bot.conftest import app_key, lab, sandbox  # noqa: F401 - the real bot on the GitHub sandbox, for e2e
 
 EXPERIMENT = "experiments/exp001_attack.py"
 VALID_TAIL = '''

@@ -21,6 +21,8 @@ import pytest
 
 from bot.ledger import Ledger
 from runner.sandbox_plan import WEAKER
+from tests.bot.conftest import Lab
+from tests.bot.helpers import REPO, SECRET, bot_comments, experiment_body
 from tests.security.conftest import EXPERIMENT, Attack
 
 pytestmark = pytest.mark.usefixtures("host_unharmed")
@@ -216,3 +218,26 @@ def test_control_unsandboxed_leaks_and_says_so(plan_attack: Callable[..., Attack
     a = plan_attack(attack(f"try_read({str(key)!r})"), mode="unsandboxed")
     assert secret in a.posted and WEAKER in a.posted
     assert EXPERIMENT in a.posted
+
+
+def test_end_to_end_pr_reading_the_bots_secrets(lab: Lab, app_key: tuple[Path, str], tmp_path: Path) -> None:
+    """Over HTTP: a PR whose experiment hunts for the App key, the ledger and the webhook secret in every readable
+    /proc entry; the check run and every comment the bot posts hold none of them, and the check fails.
+    (Run with OPENLAB_PLAN_SANDBOX=unsandboxed this test fails: the key's first line is posted.)"""
+    pem = app_key[0].read_text().splitlines()[1]
+    body = ("def hunt(p):\n    try:\n        d = open(p, 'rb').read(1 << 22).decode('latin-1')\n"
+            "    except Exception as e:\n        notes.append(type(e).__name__)\n        return\n"
+            "    for m in re.finditer(r'-----BEGIN[^\\n]*\\n([A-Za-z0-9+/=]{40,})|WEBHOOK_SECRETS=([^\\x00]+)', d):\n"
+            "        found.append((m.group(1) or m.group(2))[:70])\n"
+            f"for p in [{str(app_key[0])!r}, {str(tmp_path / 'ledger.sqlite3')!r}]:\n    hunt(p)\n"
+            "for d in os.listdir('/proc'):\n    if d.isdigit():\n        hunt(f'/proc/{d}/environ')\n")
+    n = lab.driver.open_issue(REPO, "alice", "[Experiment]: hostile", experiment_body(), labels=["experiment"])
+    lab.settle()
+    pr = lab.driver.open_pull(REPO, "alice", "exp-hostile", {f"experiments/exp{n:03d}_hostile.py": attack(body)},
+                              "Hostile", f"Preregistration: #{n}", fork_owner="alice")
+    lab.settle(timeout=60)
+    t = lab.driver.thread(REPO, pr)
+    [check] = t["check_runs"]
+    posted = str(check["output"]) + "".join(c["body"] for c in bot_comments(t))
+    assert check["conclusion"] == "failure" and "ATTACK NOTHING" in posted, posted
+    assert pem not in posted and SECRET not in posted
