@@ -5,7 +5,8 @@ One setting, ``OPENLAB_PLAN_SANDBOX``, picks the tool:
 - ``bwrap`` (default): bubblewrap, the sandbox Flatpak uses. Inside: a throwaway copy of the checkout at
   ``/checkout`` (symlinks that leave it are dropped), ``/usr`` and the Python interpreter, its venv and
   site-packages read-only, a private ``/tmp``, a fresh ``/proc`` of its own pid namespace, a minimal ``/dev``;
-  no network, ipc, uts or pid sharing, an empty environment, no home, no bot working dir. As root, bwrap keeps
+  no network, ipc, uts or pid sharing, an empty environment, no home, no bot working dir, and a seccomp filter
+  (pyseccomp) that refuses to create sockets. As root, bwrap keeps
   the host user namespace and the command drops to uid 65534 (``setpriv``): in a user namespace the sandbox
   would still be host uid 0, which the kernel exempts from RLIMIT_NPROC, so a fork storm would not stop.
 - ``nsjail``: the same layout as an nsjail command line (documented, not exercised by the tests).
@@ -22,12 +23,14 @@ output and after exit, and pipes are read with a deadline, so a child that keeps
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import resource
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -173,8 +176,8 @@ def _bwrap_base() -> list[str]:
     return [*common, "--unshare-all"]
 
 
-def _bwrap_args(tool: str, copy: Path, env: dict[str, str], argv: list[str]) -> list[str]:
-    args = [tool, *_bwrap_base()]
+def _bwrap_args(tool: str, copy: Path, env: dict[str, str], argv: list[str], seccomp_fd: int | None) -> list[str]:
+    args = [tool, *_bwrap_base(), *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else [])]
     binds = ["/usr", *_python_paths()]
     dirs: list[str] = []
     for b in binds:
@@ -244,24 +247,43 @@ def sandbox_env(home: str) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1", "NO_PROXY": "*"}
 
 
+def seccomp_program(path: Path) -> Path | None:
+    """Write a BPF filter that makes socket() fail (EPERM) for the families that reach anything outside: a second
+    wall behind the network namespace. None where pyseccomp or libseccomp is missing (the namespaces still hold)."""
+    try:
+        import pyseccomp as sc
+    except Exception:  # noqa: BLE001 - ImportError, or OSError/AttributeError when libseccomp.so is absent
+        return None
+    filt = sc.SyscallFilter(sc.ALLOW)
+    for family in (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_PACKET):
+        filt.add_rule(sc.ERRNO(errno.EPERM), "socket", sc.Arg(0, sc.EQ, family))
+    with open(path, "wb") as out:
+        filt.export_bpf(out)
+    return path
+
+
 def run_sandboxed(checkout: Path, argv: list[str], limits: Limits, mode: str) -> Result:
     """Run ``argv`` in a throwaway copy of ``checkout`` under ``mode``; SandboxError when it cannot run."""
     why = unavailable(mode)
     if why:
         raise SandboxError(why)
-    with tempfile.TemporaryDirectory(prefix="openlab-sandbox-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="openlab-sandbox-") as tmp, contextlib.ExitStack() as stack:
         copy = copy_checkout(checkout, Path(tmp) / "checkout", limits.copy_bytes)
+        fds: tuple[int, ...] = ()
         if mode == "unsandboxed":
             cmd, cwd, env = [*network_prefix(), *argv], str(copy), sandbox_env(tmp)
         else:
-            tool = shutil.which(mode) or mode
-            env = sandbox_env("/tmp")
-            build = _bwrap_args(tool, copy, env, argv) if mode == "bwrap" else nsjail_args(tool, copy, env, argv,
-                                                                                           limits)
-            cmd, cwd, env = build, tmp, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            tool, inner = shutil.which(mode) or mode, sandbox_env("/tmp")
+            if mode == "bwrap":
+                bpf = seccomp_program(Path(tmp) / "seccomp.bpf")
+                fds = (stack.enter_context(open(bpf, "rb")).fileno(),) if bpf else ()
+                cmd = _bwrap_args(tool, copy, inner, argv, fds[0] if fds else None)
+            else:
+                cmd = nsjail_args(tool, copy, inner, argv, limits)
+            cwd, env = tmp, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         try:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True,
+                                    stderr=subprocess.PIPE, start_new_session=True, pass_fds=fds,
                                     preexec_fn=functools.partial(_limits, limits, _nproc(limits)))
         except OSError as err:
             raise SandboxError(f"could not start the sandbox: {err.strerror or err}") from None
