@@ -91,3 +91,15 @@ def test_1_gb_of_output_costs_bounded_memory(tmp_path: Path) -> None:
     error, max_rss_kb = json.loads(out.stdout.strip().splitlines()[-1])
     assert error == f"printed more than {Limits().output_bytes} bytes: stopped"
     assert max_rss_kb < 250 * 1024, f"{max_rss_kb} KiB"
+
+
+def test_oversized_plan_is_refused_before_posting(plan_attack: Callable[..., Attack]) -> None:
+    """The plan is data: a forged one with a 5,000-character step name is refused by the bounded schema."""
+    step = {"name": "n" * 5000, "version": "v1", "identity": "x@v1", "kind": "train", "fingerprint": "f",
+            "config": {}, "dependencies": [], "output_path": "o", "action": "run", "reason": "r"}
+    plan = {"experiment": "experiments/exp001_attack.py", "prefix": "p", "steps": [step]}
+    src = f"import os, sys\nsys.stdout.write({json.dumps(plan)!r})\nsys.stdout.flush()\nos._exit(0)\n"
+    a = plan_attack(src)
+    assert a.outcome.plan is None and a.outcome.error is not None
+    assert a.outcome.error.startswith("plan output is not a valid Plan: steps.0.name")
+    assert "n" * 600 not in a.posted
