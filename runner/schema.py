@@ -199,7 +199,8 @@ def _reject_constant(name: str) -> float:
 class PlanStep(Model):
     """One step of an experiment plan, as `openlab plan` prints it and the bot posts it.
 
-    Plans of PR code come out of the sandbox as untrusted data: every string and list is bounded.
+    Plans of PR code come out of the sandbox as untrusted data: every string and list is bounded (generously: the
+    bounds stop abuse, not real plans; the 1 MiB cap on what a plan prints bounds the whole).
     """
 
     name: str = Field(max_length=200)
@@ -212,7 +213,7 @@ class PlanStep(Model):
     output_path: str = Field(max_length=1000)
     resources: dict[str, float] = Field(default={}, max_length=50)
     action: Literal["run", "skip", "wait"]
-    reason: str = Field(max_length=2000)
+    reason: str = Field(max_length=4000)
     model_flops: float | None = None
     tokens: int | None = None
 
@@ -228,14 +229,14 @@ class Plan(Model):
     schema_version: Literal[1] = 1
     experiment: str = Field(max_length=500, description="The experiment file, relative to the repo root when possible.")
     prefix: str = Field(max_length=1000)
-    steps: list[PlanStep] = Field(max_length=1000)
+    steps: list[PlanStep] = Field(max_length=2000)
     total_model_flops: float = 0.0
     total_tokens: int = 0
-    warnings: list[str] = Field(default=[], max_length=100)
+    warnings: list[str] = Field(default=[], max_length=2000)
 
     @field_validator("warnings")
     @classmethod
     def _short_warnings(cls, v: list[str]) -> list[str]:
-        if any(len(w) > 1000 for w in v):
-            raise ValueError("a warning is longer than 1000 characters")
+        if any(len(w) > 4000 for w in v):
+            raise ValueError("a warning is longer than 4000 characters")
         return v
