@@ -6,15 +6,16 @@ One setting, ``OPENLAB_PLAN_SANDBOX``, picks the tool:
   ``/checkout`` (symlinks that leave it are dropped), ``/usr`` and the Python interpreter, its venv and
   site-packages read-only, a private ``/tmp``, a fresh ``/proc`` of its own pid namespace, a minimal ``/dev``;
   no network, ipc, uts or pid sharing, an empty environment, no home, no bot working dir, and a seccomp filter
-  (pyseccomp) that refuses to create sockets. As root, bwrap keeps
-  the host user namespace and the command drops to uid 65534 (``setpriv``): in a user namespace the sandbox
-  would still be host uid 0, which the kernel exempts from RLIMIT_NPROC, so a fork storm would not stop.
+  (pyseccomp) that refuses to create sockets. As root, bwrap keeps the host user namespace and the command
+  drops to uid 65534 (``setpriv``): in a user namespace the sandbox would still be host uid 0, which the kernel
+  exempts from RLIMIT_NPROC, so a fork storm would not stop.
 - ``nsjail``: the same layout as an nsjail command line (documented, not exercised by the tests).
 - ``unsandboxed``: an explicit opt-out: rlimits, an empty environment and (where ``unshare`` works) no network,
-  but the code sees the host filesystem. Every outcome says so (:attr:`PlanOutcome.isolation`).
+  but the code sees the host filesystem. Every plan says so (``runner.sandbox_plan.PlanOutcome.isolation``).
 
 A missing tool fails closed: :func:`run_sandboxed` raises :class:`SandboxError` naming the fix and runs nothing
 (:mod:`runner.sandbox_plan` turns that into the plan's error).
+
 Limits: RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NPROC and no core dumps, set before the tool starts; a wall
 timeout; at most ``output_bytes`` read from each pipe. The process group is killed on timeout, on too much
 output and after exit, and pipes are read with a deadline, so a child that keeps stdout open cannot stall us.
