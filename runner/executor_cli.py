@@ -27,14 +27,39 @@ _ray = click.option(
 @_prefix
 @click.option("--rerun-failed", is_flag=True, help="Plan failed steps to run again.")
 @click.option("--strict", is_flag=True, help="A changed config under the same version is an error.")
-def plan(experiment: str, prefix: str | None, rerun_failed: bool, strict: bool) -> None:
+@click.option("--sandbox", is_flag=True,
+              help="Plan in the bot's plan sandbox, from the checkout in the current directory, as the bot does.")
+def plan(experiment: str, prefix: str | None, rerun_failed: bool, strict: bool, sandbox: bool) -> None:
     """Print the plan of EXPERIMENT as JSON without running anything."""
     from runner.executor.launch import plan_experiment
 
+    if sandbox:
+        if prefix or rerun_failed or strict:
+            raise click.UsageError("--sandbox plans exactly as the bot does: no --prefix, --rerun-failed or --strict")
+        _plan_sandboxed(experiment)
+        return
     result = plan_experiment(experiment, prefix, rerun_failed=rerun_failed, strict=strict)
     for w in result.warnings:
         click.echo(f"warning: {w}", err=True)
     click.echo(result.model_dump_json(indent=2))
+
+
+def _plan_sandboxed(experiment: str) -> None:
+    """`openlab plan --sandbox`: the bot's own path (runner.sandbox_plan.plan_checkout) on the current checkout."""
+    from pathlib import Path
+
+    from runner.sandbox_plan import plan_checkout
+
+    root = Path.cwd().resolve()
+    target = (root / experiment).resolve()
+    if not target.is_relative_to(root):
+        raise OpenlabError(f"{experiment}: --sandbox plans files of the checkout in the current directory only")
+    outcome = plan_checkout(root, target.relative_to(root).as_posix())
+    if outcome.plan is None:
+        raise OpenlabError(outcome.error or "plan failed")
+    for w in outcome.plan.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(outcome.plan.model_dump_json(indent=2))
 
 
 @click.command()

@@ -197,28 +197,46 @@ def _reject_constant(name: str) -> float:
 
 
 class PlanStep(Model):
-    """One step of an experiment plan, as `openlab plan` prints it and the bot posts it."""
+    """One step of an experiment plan, as `openlab plan` prints it and the bot posts it.
 
-    name: str
-    version: str
-    identity: str = Field(description="name@version: the step's stable identity.")
-    kind: str = Field(description="What the step does, e.g. 'train', 'tokenize', 'fasttext_filter'.")
-    fingerprint: str = Field(description="sha256 of the resolved config.")
-    config: dict[str, Any]
-    dependencies: list[str] = Field(description="Identities (name@version) of the steps this one reads.")
-    output_path: str
-    resources: dict[str, float] = {}
+    Plans of PR code come out of the sandbox as untrusted data: every string and list is bounded (generously: the
+    bounds stop abuse, not real plans; the 1 MiB cap on what a plan prints bounds the whole).
+    """
+
+    name: str = Field(max_length=200)
+    version: str = Field(max_length=100)
+    identity: str = Field(max_length=300, description="name@version: the step's stable identity.")
+    kind: str = Field(max_length=100, description="What the step does, e.g. 'train', 'tokenize', 'fasttext_filter'.")
+    fingerprint: str = Field(max_length=128, description="sha256 of the resolved config.")
+    config: dict[str, Any] = Field(max_length=500)
+    dependencies: list[str] = Field(max_length=500, description="Identities (name@version) of the steps this one reads.")
+    output_path: str = Field(max_length=1000)
+    resources: dict[str, float] = Field(default={}, max_length=50)
     action: Literal["run", "skip", "wait"]
-    reason: str
+    reason: str = Field(max_length=4000)
     model_flops: float | None = None
     tokens: int | None = None
+
+    @field_validator("dependencies")
+    @classmethod
+    def _short_ids(cls, v: list[str]) -> list[str]:
+        if any(len(d) > 300 for d in v):
+            raise ValueError("a dependency identity is longer than 300 characters")
+        return v
 
 
 class Plan(Model):
     schema_version: Literal[1] = 1
-    experiment: str = Field(description="The experiment file, relative to the repo root when possible.")
-    prefix: str
-    steps: list[PlanStep]
+    experiment: str = Field(max_length=500, description="The experiment file, relative to the repo root when possible.")
+    prefix: str = Field(max_length=1000)
+    steps: list[PlanStep] = Field(max_length=2000)
     total_model_flops: float = 0.0
     total_tokens: int = 0
-    warnings: list[str] = []
+    warnings: list[str] = Field(default=[], max_length=2000)
+
+    @field_validator("warnings")
+    @classmethod
+    def _short_warnings(cls, v: list[str]) -> list[str]:
+        if any(len(w) > 4000 for w in v):
+            raise ValueError("a warning is longer than 4000 characters")
+        return v

@@ -46,3 +46,4 @@ class RunnerEnvironment(BaseSettings):
     wandb_project: str | None = env("WANDB_PROJECT", None, "W&B project (the bot sets it from openlab.yml).")
     wandb_run_id: str | None = env("WANDB_RUN_ID", None, "Set by the bot for the job: the W&B run id (= run id).")
     hf_token: str | None = env("HF_TOKEN", None, "Hugging Face token for gated datasets or tokenizers.")
+    plan_sandbox: str = env("OPENLAB_PLAN_SANDBOX", "bwrap", "Sandbox for plans of PR code: bwrap (default; fail closed if missing), nsjail, or unsandboxed (weaker; every plan says so).")

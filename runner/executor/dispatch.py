@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from runner.errors import OpenlabError
 from runner.executor.launch import resolve_prefix
-from runner.executor.ray_env import check_reachable
+from runner.executor.ray_env import check_reachable, job_env
 
 DEFAULT_DASHBOARD = "http://127.0.0.1:8265"
 JobStatusName = Literal["PENDING", "RUNNING", "STOPPED", "SUCCEEDED", "FAILED"]
@@ -161,7 +161,7 @@ def submit(
         runtime_env = {
             "working_dir": str(tree),
             "excludes": [".git", "tests/", "**/*.pack", "out/", ".venv/"],
-            "env_vars": {"OPENLAB_GIT_COMMIT": full, "OPENLAB_GIT_REMOTE": remote, **(env_vars or {})},
+            "env_vars": job_env({"OPENLAB_GIT_COMMIT": full, "OPENLAB_GIT_REMOTE": remote, **(env_vars or {})}),
         }
         kwargs = {
             "entrypoint": entrypoint,

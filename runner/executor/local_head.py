@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from runner.executor.ray_env import RayConnectError, secure_local_env
+from runner.executor.ray_env import RayConnectError, job_env, secure_local_env
 
 
 def free_port() -> int:
@@ -55,7 +55,8 @@ class LocalHead:
 def start_head(num_cpus: int = 2, timeout_s: float = 90.0) -> LocalHead:
     """Start a head and wait until its Jobs API answers; RayConnectError with the log tail if it does not."""
     bin_dir = Path(sys.executable).parent
-    env = {**os.environ, **secure_local_env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the head starts every job's driver: it gets no bot secret (jobs run approved PR code)
+    env = job_env({**os.environ, **secure_local_env(), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"})
     os.environ.update(secure_local_env())  # our own Jobs API client must present the same token
     env.pop("RAY_ADDRESS", None)
     temp = Path(tempfile.mkdtemp(prefix="olray", dir="/tmp"))

@@ -7,14 +7,21 @@ set, otherwise a fresh random one for this process; Ray's own processes inherit 
 Ray turns a node address of 127.0.0.1 into the host's routable IP and listens on every interface. Its
 single-machine mode (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, meant for laptops) keeps every socket on the
 loopback; we set it for local Ray, which never has a second node anyway.
+
+Approved PR code runs in Ray jobs; on one machine those jobs would inherit the environment of whoever started
+Ray. :data:`BOT_SECRETS` names the bot's secret variables; :func:`job_env` drops them from the environment of a
+local head (:mod:`runner.executor.local_head`), of an embedded Ray (:func:`connect`) and from a job's
+``env_vars`` (:func:`runner.executor.dispatch.submit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
 import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -23,6 +30,35 @@ from runner.errors import OpenlabError
 
 class RayConnectError(OpenlabError):
     """The Ray address cannot be reached or Ray refuses the connection."""
+
+
+# The bot's secrets (bot/settings.py, bot/config_reference.py): none may reach a job's environment.
+BOT_SECRETS = frozenset({
+    "GITHUB_TOKEN", "GH_TOKEN", "OPENLAB_WEBHOOK_SECRETS", "OPENLAB_PRIVATE_KEY_PATH", "OPENLAB_APP_ID",
+    "OPENLAB_SIGNING_KEY", "OPENLAB_SIGNING_KEY_FILE", "OPENLAB_LEDGER_URL", "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+})
+_SECRET_MARKS = ("GITHUB_TOKEN", "WEBHOOK_SECRET", "PRIVATE_KEY", "SIGNING_KEY")
+
+
+def is_bot_secret(name: str) -> bool:
+    upper = name.upper()
+    return upper in BOT_SECRETS or any(mark in upper for mark in _SECRET_MARKS)
+
+
+def job_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without the bot's secret variables: what a Ray process that runs approved code may see."""
+    return {k: v for k, v in env.items() if not is_bot_secret(k)}
+
+
+@contextlib.contextmanager
+def _secrets_hidden() -> Iterator[None]:
+    """Take the bot's secrets out of os.environ while Ray starts its processes (they copy os.environ)."""
+    hidden = {k: os.environ.pop(k) for k in list(os.environ) if is_bot_secret(k)}
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
 
 
 def secure_local_env() -> dict[str, str]:
@@ -74,14 +110,15 @@ def connect(
         from ray._private import ray_constants
 
         ray_constants.ENABLE_RAY_CLUSTER = False  # in case ray was imported before the env var was set
-        ray.init(
-            address="local",
-            num_cpus=num_cpus or os.cpu_count() or 1,
-            resources=resources or None,
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            **kwargs,
-        )
+        with _secrets_hidden():
+            ray.init(
+                address="local",
+                num_cpus=num_cpus or os.cpu_count() or 1,
+                resources=resources or None,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                **kwargs,
+            )
         return "embedded"
     check_reachable(address)
     try:
