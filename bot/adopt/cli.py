@@ -1,0 +1,48 @@
+"""`openlab init`, `openlab doctor` and `openlab app create`: the commands a lab adopting openlab runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from runner.errors import OpenlabError
+
+
+@click.command("init")
+@click.option("--force", is_flag=True, help="Overwrite files the lab edited (their difference is shown otherwise).")
+@click.option("--private-key", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the signing private key (outside the repository). "
+                   "Default: ~/.config/openlab/<repo>-signing-key.pem")
+@click.option("--upstream", default="openlab/openlab", show_default=True,
+              help="owner/name of the openlab repository whose reusable workflows the lab's workflows call.")
+@click.argument("directory", default=".", type=click.Path(file_okay=False, path_type=Path))
+def init(directory: Path, force: bool, private_key: Path | None, upstream: str) -> None:
+    """Write a working lab into the git repository at DIRECTORY (forms, workflows, openlab.yml, examples, keys).
+
+    Re-running it after upgrading openlab updates the files the lab did not change and keeps the others."""
+    from bot.adopt.init import DEFAULT_UPSTREAM, MANIFEST, PUBLIC_KEY, git_root, init_lab
+
+    if "/" not in upstream.strip("/"):
+        raise OpenlabError(f"--upstream {upstream!r}: expected owner/name")
+    root = git_root(directory.resolve())
+    report = init_lab(root, force=force, upstream=upstream or DEFAULT_UPSTREAM, private_key=private_key)
+    for label, paths in (("wrote", report.written), ("updated", report.updated),
+                         ("overwrote (--force)", report.overwritten)):
+        for p in paths:
+            click.echo(f"{label:>10}  {p}")
+    for p, diff in report.kept.items():
+        click.echo(f"{'kept':>10}  {p}  (you edited it; openlab's version differs:)")
+        click.echo(diff.rstrip("\n"))
+    click.echo(f"{len(report.unchanged)} file(s) already up to date; hashes in {MANIFEST}")
+    if report.kept:
+        click.echo(f"{len(report.kept)} file(s) you edited were kept: re-run with --force to take openlab's version.")
+    if report.private_key:
+        click.echo(f"signing key: public -> {PUBLIC_KEY} (commit it), private -> {report.private_key} (never commit it)")
+        click.echo("next: store the private key as the OPENLAB_SIGNING_KEY secret, e.g.\n"
+                   f"  gh secret set OPENLAB_SIGNING_KEY < {report.private_key}")
+    click.echo("then: git add -A && git commit -m 'Adopt openlab'; `openlab doctor` checks the deployment.")
+
+
+def commands() -> list[click.Command]:
+    return [init]

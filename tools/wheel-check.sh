@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Build openlab's wheel, install it with its BASE dependencies only (no extras) into a fresh venv outside the
+# checkout, and run every command once from an empty folder: `--help` of each (sub)command, and real `init`,
+# `plan`, `flops`, `train` (a few steps), `leaderboard build`, `doctor`. Catches an import only a test extra
+# brings, a data file missing from the wheel, or code that reads the checkout. pip's cache makes re-runs fast.
+#   tools/wheel-check.sh            (make wheel-check)   env: PY=python3  WHEEL_CHECK_DIR=/tmp/openlab-wheel-check
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PY:-python3}
+work=${WHEEL_CHECK_DIR:-${TMPDIR:-/tmp}/openlab-wheel-check}
+case "$work/" in "$repo"/*) echo "wheel-check: WHEEL_CHECK_DIR must be outside the checkout" >&2; exit 2;; esac
+step() { printf '\n== %s\n' "$*"; }
+rm -rf "$work/dist" "$work/run" "$work/venv"
+mkdir -p "$work/dist" "$work/run"
+start=$(date +%s)
+
+step "build the wheel"
+"$PY" -m pip wheel -q --no-deps -w "$work/dist" "$repo"
+wheel=$(ls "$work"/dist/openlab-*.whl)
+ls -l "$wheel"
+
+step "fresh venv, base dependencies only"
+"$PY" -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
+"$work/venv/bin/python" -m pip check
+bin="$work/venv/bin"
+export PATH="$bin:$PATH" PYTHONNOUSERSITE=1 PYTHONSAFEPATH=1 WANDB_MODE=disabled
+unset PYTHONPATH VIRTUAL_ENV
+cd "$work/run"   # nothing from the checkout is importable from here
+python -c "import runner, sys; assert '$repo' not in runner.__file__, runner.__file__; print('openlab from', runner.__file__)"
+
+step "every command's --help"
+openlab --help >/dev/null
+python "$repo/tools/wheel_check_commands.py"
+openlab demo --help >/dev/null
+
+step "openlab init in an empty git repository"
+mkdir lab && cd lab
+git init -q -b main .
+openlab init --private-key "$work/run/signing.key"
+git add -A && git -c user.name=check -c user.email=check@example.org commit -qm init
+
+step "plan, flops, train (a few steps), leaderboard build"
+openlab plan experiments/speedrun/example/example.py > plan.json
+python -c "import json; p = json.load(open('plan.json')); assert p['steps'], p"
+openlab flops experiments/speedrun/example/config.yaml > flops.json
+sed -e 's/^  steps: .*/  steps: 3/' experiments/speedrun/example/config.yaml > quick.yaml
+openlab train quick.yaml --out "$work/run/results/quick"
+openlab leaderboard build --results "$work/run/results" --out "$work/run/site"
+test -s "$work/run/site/index.html"
+
+step "doctor (reports, never a traceback)"
+set +e
+openlab doctor > doctor.txt 2>&1
+rc=$?
+set -e
+cat doctor.txt
+if [ "$rc" -gt 1 ] || grep -q Traceback doctor.txt; then echo "doctor crashed (exit $rc)" >&2; exit 1; fi
+
+echo
+echo "wheel-check ok in $(( $(date +%s) - start )) s"
