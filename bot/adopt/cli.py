@@ -44,5 +44,29 @@ def init(directory: Path, force: bool, private_key: Path | None, upstream: str) 
     click.echo("then: git add -A && git commit -m 'Adopt openlab'; `openlab doctor` checks the deployment.")
 
 
+
+
+@click.command("doctor")
+@click.option("--mode", type=click.Choice(["app", "actions"]), default=None,
+              help="Deployment mode (default: actions inside GitHub Actions, app otherwise).")
+@click.option("--repo", "repo_dir", default=".", type=click.Path(file_okay=False, path_type=Path),
+              help="The lab's repository (for .github/openlab.yml and the public key).")
+def doctor(mode: str | None, repo_dir: Path) -> None:
+    """Check this deployment (secrets, App key, Ray, store, sandbox, W&B, site, ledger) and print the fixes.
+
+    Exit status 1 when a check fails (warnings do not fail)."""
+    import os
+
+    from bot.adopt.doctor import FAIL, Context, run_checks, table
+
+    mode = mode or ("actions" if os.environ.get("GITHUB_ACTIONS") == "true" else "app")
+    checks = run_checks(Context(root=repo_dir.resolve(), mode=mode, env=dict(os.environ)))
+    click.echo(table(checks))
+    failed = [c for c in checks if c.status == FAIL]
+    click.echo(f"\n{len(checks) - len(failed)}/{len(checks)} checks pass" + (f"; fix: {', '.join(c.name for c in failed)}" if failed else ""))
+    if failed:
+        raise SystemExit(1)
+
+
 def commands() -> list[click.Command]:
-    return [init]
+    return [init, doctor]
