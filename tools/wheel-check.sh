@@ -2,7 +2,8 @@
 # Build openlab's wheel, install it with its BASE dependencies only (no extras) into a fresh venv outside the
 # checkout, and run every command once from an empty folder: `--help` of each (sub)command, and real `init`,
 # `plan`, `flops`, `train` (a few steps), `leaderboard build`, `doctor`. Catches an import only a test extra
-# brings, a data file missing from the wheel, or code that reads the checkout. pip's cache makes re-runs fast.
+# brings, a data file missing from the wheel, or code that reads the checkout. The base venv is kept between runs
+# (keyed by the dependency list, so a changed list starts fresh): a re-run takes seconds plus the real calls.
 #   tools/wheel-check.sh            (make wheel-check)   env: PY=python3  WHEEL_CHECK_DIR=/tmp/openlab-wheel-check
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +11,7 @@ PY=${PY:-python3}
 work=${WHEEL_CHECK_DIR:-${TMPDIR:-/tmp}/openlab-wheel-check}
 case "$work/" in "$repo"/*) echo "wheel-check: WHEEL_CHECK_DIR must be outside the checkout" >&2; exit 2;; esac
 step() { printf '\n== %s\n' "$*"; }
-rm -rf "$work/dist" "$work/run" "$work/venv"
+rm -rf "$work/dist" "$work/run"
 mkdir -p "$work/dist" "$work/run"
 start=$(date +%s)
 
@@ -19,11 +20,28 @@ step "build the wheel"
 wheel=$(ls "$work"/dist/openlab-*.whl)
 ls -l "$wheel"
 
-step "fresh venv, base dependencies only"
-"$PY" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel"
-"$work/venv/bin/python" -m pip check
-bin="$work/venv/bin"
+# The venv holds exactly the wheel's base dependencies: it is keyed by the wheel's Requires-Dist (and Python), so
+# a change to the dependency list gets a fresh venv, and a re-run with the same list only swaps openlab itself.
+deps=$("$PY" - "$wheel" <<'PYEOF'
+import hashlib, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+    reqs = sorted(l for l in z.read(meta).decode().splitlines() if l.startswith("Requires-Dist:") and "extra ==" not in l)
+print(hashlib.sha256(("\n".join(reqs) + sys.version).encode()).hexdigest()[:16])
+PYEOF
+)
+venv="$work/venv-$deps"
+step "venv with base dependencies only ($venv)"
+if [ -f "$venv/.complete" ]; then
+  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
+else
+  for old in "$work"/venv-*; do [ -d "$old" ] && rm -rf "$old"; done
+  "$PY" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q "$wheel"
+  touch "$venv/.complete"
+fi
+"$venv/bin/python" -m pip check
+bin="$venv/bin"
 export PATH="$bin:$PATH" PYTHONNOUSERSITE=1 PYTHONSAFEPATH=1 WANDB_MODE=disabled
 unset PYTHONPATH VIRTUAL_ENV
 cd "$work/run"   # nothing from the checkout is importable from here

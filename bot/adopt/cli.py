@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -51,16 +52,18 @@ def init(directory: Path, force: bool, private_key: Path | None, upstream: str) 
               help="Deployment mode (default: actions inside GitHub Actions, app otherwise).")
 @click.option("--repo", "repo_dir", default=".", type=click.Path(file_okay=False, path_type=Path),
               help="The lab's repository (for .github/openlab.yml and the public key).")
-def doctor(mode: str | None, repo_dir: Path) -> None:
+@click.option("--env-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="KEY=VALUE settings over the environment (the file `openlab app create` writes).")
+def doctor(mode: str | None, repo_dir: Path, env_file: Path | None) -> None:
     """Check this deployment (secrets, App key, Ray, store, sandbox, W&B, site, ledger) and print the fixes.
 
     Exit status 1 when a check fails (warnings do not fail)."""
-    import os
-
+    from bot.adopt.app_create import read_env_file
     from bot.adopt.doctor import FAIL, Context, run_checks, table
 
     mode = mode or ("actions" if os.environ.get("GITHUB_ACTIONS") == "true" else "app")
-    checks = run_checks(Context(root=repo_dir.resolve(), mode=mode, env=dict(os.environ)))
+    env = {**os.environ, **(read_env_file(env_file) if env_file else {})}
+    checks = run_checks(Context(root=repo_dir.resolve(), mode=mode, env=env))
     click.echo(table(checks))
     failed = [c for c in checks if c.status == FAIL]
     click.echo(f"\n{len(checks) - len(failed)}/{len(checks)} checks pass" + (f"; fix: {', '.join(c.name for c in failed)}" if failed else ""))
@@ -68,5 +71,38 @@ def doctor(mode: str | None, repo_dir: Path) -> None:
         raise SystemExit(1)
 
 
+@click.group("app")
+def app_group() -> None:
+    """The lab's GitHub App."""
+
+
+@app_group.command("create")
+@click.option("--webhook-url", required=True, help="Where `openlab serve` will receive webhooks (https://HOST/webhook).")
+@click.option("--name", default="openlab", show_default=True, help="The App's name (unique on GitHub).")
+@click.option("--org", default=None, help="Create it under this organisation instead of your account.")
+@click.option("--homepage", default="https://github.com/openlab/openlab", show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the key and env file go. Default: ~/.config/openlab")
+@click.option("--web-url", default="https://github.com", show_default=True, help="GitHub's web root (GHES).")
+@click.option("--api-url", envvar="OPENLAB_GITHUB_API_URL", default="https://api.github.com", show_default=True)
+@click.option("--port", type=int, default=0, help="Loopback port of the callback (default: a free one).")
+@click.option("--no-browser", is_flag=True, help="Print the URL to open instead of opening a browser.")
+@click.option("--timeout", "timeout_s", type=float, default=900, show_default=True, help="Seconds to wait for GitHub.")
+def app_create(webhook_url: str, name: str, org: str | None, homepage: str, out_dir: Path | None, web_url: str,
+               api_url: str, port: int, no_browser: bool, timeout_s: float) -> None:
+    """Register the lab's GitHub App with GitHub's manifest flow and write its id, key and webhook secret."""
+    from bot.adopt.app_create import Flow, run_flow
+
+    out = out_dir or Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "openlab"
+    flow = Flow(web_url, api_url, out, {}, org)
+    created = run_flow(flow, name=name, webhook_url=webhook_url, homepage=homepage, port=port or None,
+                       open_browser=not no_browser, timeout_s=timeout_s, echo=click.echo)
+    click.echo(f"App {created.slug} (id {created.app_id}) created.")
+    click.echo(f"  private key   -> {created.key_path} (0600; never commit it)")
+    click.echo(f"  settings      -> {created.env_path} (OPENLAB_APP_ID, OPENLAB_PRIVATE_KEY_PATH, OPENLAB_WEBHOOK_SECRETS)")
+    click.echo(f"next: install it on the lab's repository: {created.html_url}/installations/new")
+    click.echo(f"      then `openlab doctor --env-file {created.env_path}`, and run `openlab serve` with that file's settings.")
+
+
 def commands() -> list[click.Command]:
-    return [init, doctor]
+    return [init, doctor, app_group]
