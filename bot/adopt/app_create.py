@@ -72,7 +72,7 @@ class Flow:
     def page(self) -> str:
         action = html.escape(self.form_action(), quote=True)
         value = html.escape(json.dumps(self.manifest), quote=True)
-        return (f"<!doctype html><meta charset=utf-8><title>openlab: create the GitHub App</title>"
+        return (f"<!doctype html><meta charset=utf-8><link rel=icon href='data:,'><title>openlab: create the GitHub App</title>"
                 f"<form method=post action=\"{action}\"><input type=hidden name=manifest value=\"{value}\">"
                 "<p>Sending openlab's App manifest to GitHub…</p><button type=submit>Create the App on GitHub</button>"
                 "</form><script>document.forms[0].submit()</script>")
@@ -135,7 +135,7 @@ def loopback_app(flow: Flow) -> FastAPI:
     @app.get("/callback")
     def callback(code: str | None = None, state: str | None = None) -> HTMLResponse:
         status, text = flow.callback(code, state)
-        return HTMLResponse(f"<!doctype html><meta charset=utf-8><title>openlab</title><p>{html.escape(text)}</p>",
+        return HTMLResponse(f"<!doctype html><meta charset=utf-8><link rel=icon href='data:,'><title>openlab</title><p>{html.escape(text)}</p>",
                             status_code=status)
 
     return app

@@ -17,7 +17,7 @@ import secrets
 import time
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -50,9 +50,9 @@ def add_manifest_routes(app: FastAPI, st: SandboxState) -> None:
     pending: dict[str, tuple[float, dict[str, Any], str | None]] = {}
 
     async def create(request: Request, org: str | None) -> Response:
-        form = await request.form()
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))  # no python-multipart needed
         try:
-            manifest = json.loads(str(form.get("manifest", "")))
+            manifest = json.loads(form.get("manifest", [""])[0])
         except ValueError:
             return _err(422, "manifest is not valid JSON")
         problem = _manifest_problem(manifest)
