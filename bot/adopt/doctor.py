@@ -120,23 +120,28 @@ def check_ray(ctx: Context) -> Check:
     if not ctx.get("RAY_AUTH_TOKEN") and not ctx.get("RAY_AUTH_TOKEN_PATH"):
         return Check(name, FAIL, f"{addr}: RAY_AUTH_TOKEN is not set",
                      "set RAY_AUTH_TOKEN (and RAY_AUTH_MODE=token): unauthenticated Ray runs anyone's code")
-    from runner.executor.dispatch import _address
-    from runner.executor.ray_env import RayConnectError, check_reachable
+    from runner.executor.dispatch import _address, _client
 
     url = _address(addr)
-    try:
-        check_reachable(url, timeout_s=3.0)
-        import requests
-
-        resp = requests.get(f"{url.rstrip('/')}/api/jobs/", timeout=5,
-                            headers={"Authorization": f"Bearer {ctx.get('RAY_AUTH_TOKEN') or ''}"})
-    except (RayConnectError, OSError) as err:
-        return Check(name, FAIL, str(err).splitlines()[0], "start the cluster or fix RAY_ADDRESS")
-    if resp.status_code in (401, 403):
-        return Check(name, FAIL, f"{url}: token refused ({resp.status_code})", "set the cluster's RAY_AUTH_TOKEN")
-    if resp.status_code != 200:
-        return Check(name, FAIL, f"{url}/api/jobs/: HTTP {resp.status_code}", "is RAY_ADDRESS the dashboard (port 8265)?")
-    return Check(name, OK, f"{url}: Jobs API answers ({len(resp.json())} jobs)")
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_TOKEN", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
+    try:  # the bot's own Jobs API client, which reads the token from the environment
+        for k in saved:
+            if ctx.get(k):
+                os.environ[k] = ctx.get(k) or ""
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+        jobs = _client(addr).list_jobs()
+    except OpenlabError as err:
+        return Check(name, FAIL, str(err).splitlines()[0], "start the cluster, fix RAY_ADDRESS or its RAY_AUTH_TOKEN")
+    except Exception as err:  # noqa: BLE001 - Ray's own errors (auth refused, bad answer)
+        return Check(name, FAIL, f"{url}: {type(err).__name__}: {str(err).splitlines()[0][:160]}",
+                     "check RAY_AUTH_TOKEN matches the cluster's token")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return Check(name, OK, f"{url}: Jobs API answers ({len(jobs)} jobs)")
 
 
 def check_store(ctx: Context) -> Check:
