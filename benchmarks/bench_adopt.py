@@ -49,6 +49,9 @@ def bench_doctor(tmp: Path, repeat: int) -> float:
     try:
         env = {**os.environ, "RAY_ADDRESS": head.url, "RAY_AUTH_TOKEN": os.environ["RAY_AUTH_TOKEN"],
                "OPENLAB_STORAGE_PREFIX": str(tmp / "store"), "OPENLAB_LEDGER_URL": f"sqlite:///{tmp}/ledger.sqlite3"}
+        rows = subprocess.run([OPENLAB, "doctor", "--repo", str(tmp / "lab0")], cwd=tmp, env=env,
+                              capture_output=True, text=True).stdout
+        print("  " + next(line for line in rows.splitlines() if line.startswith("Ray ")))
         return min(timed([OPENLAB, "doctor", "--repo", str(tmp / "lab0")], tmp, env) for _ in range(repeat))
     finally:
         head.stop()
@@ -77,6 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-adopt-"))
     try:
+        start = min(timed([OPENLAB, "--version"], tmp) for _ in range(args.repeat))
+        print(f"openlab --version (interpreter + CLI start, the floor of every command): {start:.2f} s")
         print(f"openlab init, empty repository: {bench_init(tmp, args.repeat):.2f} s (goal < 2 s)")
         print(f"openlab doctor, local Ray + store: {bench_doctor(tmp, args.repeat):.2f} s (goal < 5 s)")
         whl = wheel(tmp)
