@@ -22,12 +22,12 @@ def init(directory: Path, force: bool, private_key: Path | None, upstream: str) 
     """Write a working lab into the git repository at DIRECTORY (forms, workflows, openlab.yml, examples, keys).
 
     Re-running it after upgrading openlab updates the files the lab did not change and keeps the others."""
-    from bot.adopt.init import DEFAULT_UPSTREAM, MANIFEST, PUBLIC_KEY, git_root, init_lab
+    from bot.adopt.init import MANIFEST, PUBLIC_KEY, git_root, init_lab
 
     if "/" not in upstream.strip("/"):
         raise OpenlabError(f"--upstream {upstream!r}: expected owner/name")
     root = git_root(directory.resolve())
-    report = init_lab(root, force=force, upstream=upstream or DEFAULT_UPSTREAM, private_key=private_key)
+    report = init_lab(root, force=force, upstream=upstream.strip("/"), private_key=private_key)
     for label, paths in (("wrote", report.written), ("updated", report.updated),
                          ("overwrote (--force)", report.overwritten)):
         for p in paths:

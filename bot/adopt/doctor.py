@@ -16,8 +16,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.errors import OpenlabError
+
+if TYPE_CHECKING:
+    from bot.repo_config import RepoConfig
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 
@@ -77,12 +81,16 @@ def check_app_key(ctx: Context) -> Check:
         key = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(key, RSAPrivateKey):
             raise ValueError("not an RSA key")
-        token = jwt.encode({"iat": 0, "exp": 2**31 - 1, "iss": app_id}, key, algorithm="RS256")
-        jwt.decode(token, key.public_key(), algorithms=["RS256"], options={"verify_exp": False, "verify_iat": False})
+        from bot.auth import AppAuth
+
+        token = AppAuth(app_id, pem.decode(), "https://api.github.com").app_jwt()  # the JWT the bot sends GitHub
+        claims = jwt.decode(token, key.public_key(), algorithms=["RS256"])
+        if claims["iss"] != app_id or claims["exp"] - claims["iat"] > 600:  # GitHub's limits
+            raise ValueError("the JWT's claims are outside what GitHub accepts")
     except (ValueError, TypeError, jwt.PyJWTError) as err:
         return Check(name, FAIL, f"{key_path}: not a usable RSA private key ({str(err).splitlines()[0]})",
                      "download a new private key from the App's settings page")
-    return Check(name, OK, f"App {app_id}: key signs an RS256 JWT")
+    return Check(name, OK, f"App {app_id}: key signs the RS256 JWT GitHub expects (iss, 10 min window)")
 
 
 def check_signing_key(ctx: Context) -> Check:
@@ -235,8 +243,8 @@ def check_repo_config(ctx: Context) -> Check:
                  "valid" if path.exists() else "missing: documented defaults", "" if path.exists() else "run `openlab init`")
 
 
-def _repo_config(ctx: Context, strict: bool = False):  # type: ignore[no-untyped-def]
-    from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
+def _repo_config(ctx: Context, strict: bool = False) -> RepoConfig:
+    from bot.repo_config import CONFIG_PATH, parse_repo_config
 
     path = ctx.root / CONFIG_PATH
     try:
@@ -244,6 +252,8 @@ def _repo_config(ctx: Context, strict: bool = False):  # type: ignore[no-untyped
     except OpenlabError:
         if strict:
             raise
+        from bot.repo_config import RepoConfig
+
         return RepoConfig()
 
 
