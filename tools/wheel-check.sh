@@ -11,13 +11,16 @@ PY=${PY:-python3}
 work=${WHEEL_CHECK_DIR:-${TMPDIR:-/tmp}/openlab-wheel-check}
 case "$work/" in "$repo"/*) echo "wheel-check: WHEEL_CHECK_DIR must be outside the checkout" >&2; exit 2;; esac
 step() { printf '\n== %s\n' "$*"; }
-rm -rf "$work/dist" "$work/run"
-mkdir -p "$work/dist" "$work/run"
+mkdir -p "$work"
+# dist/ and run/ are this run's own (several checkouts may check at once); the base venv is shared, under a lock
+scratch=$(mktemp -d "$work/run.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/dist" "$scratch/run"
 start=$(date +%s)
 
 step "build the wheel"
-"$PY" -m pip wheel -q --no-deps -w "$work/dist" "$repo"
-wheel=$(ls "$work"/dist/openlab-*.whl)
+"$PY" -m pip wheel -q --no-deps -w "$scratch/dist" "$repo"
+wheel=$(ls "$scratch"/dist/openlab-*.whl)
 ls -l "$wheel"
 
 # The venv holds exactly the wheel's base dependencies: it is keyed by the wheel's Requires-Dist (and Python), so
@@ -32,6 +35,8 @@ PYEOF
 )
 venv="$work/venv-$deps"
 step "venv with base dependencies only ($venv)"
+exec 9>"$work/.lock"
+flock 9   # held to the end: the venv's openlab is this run's wheel
 if [ -f "$venv/.complete" ]; then
   "$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
 else
@@ -44,7 +49,7 @@ fi
 bin="$venv/bin"
 export PATH="$bin:$PATH" PYTHONNOUSERSITE=1 PYTHONSAFEPATH=1 WANDB_MODE=disabled
 unset PYTHONPATH VIRTUAL_ENV
-cd "$work/run"   # nothing from the checkout is importable from here
+cd "$scratch/run"   # nothing from the checkout is importable from here
 python -c "import runner, sys; assert '$repo' not in runner.__file__, runner.__file__; print('openlab from', runner.__file__)"
 
 step "every command's --help"
@@ -55,7 +60,7 @@ openlab demo --help >/dev/null
 step "openlab init in an empty git repository"
 mkdir lab && cd lab
 git init -q -b main .
-openlab init --private-key "$work/run/signing.key"
+openlab init --private-key "$scratch/run/signing.key"
 git add -A && git -c user.name=check -c user.email=check@example.org commit -qm init
 
 step "plan, flops, train (a few steps), leaderboard build"
@@ -63,13 +68,13 @@ openlab plan experiments/speedrun/example/example.py > plan.json
 python -c "import json; p = json.load(open('plan.json')); assert p['steps'], p"
 openlab flops experiments/speedrun/example/config.yaml > flops.json
 sed -e 's/^  steps: .*/  steps: 3/' -e 's/^  warmup_steps: .*/  warmup_steps: 1/' -e 's/^  log_every: .*/  log_every: 1/' experiments/speedrun/example/config.yaml > quick.yaml
-openlab train quick.yaml --out "$work/run/results/quick"
-openlab leaderboard build --results "$work/run/results" --out "$work/run/site"
-test -s "$work/run/site/index.html"
+openlab train quick.yaml --out "$scratch/run/results/quick"
+openlab leaderboard build --results "$scratch/run/results" --out "$scratch/run/site"
+test -s "$scratch/run/site/index.html"
 
 step "doctor (reports, never a traceback)"
 set +e
-OPENLAB_SIGNING_KEY_FILE="$work/run/signing.key" openlab doctor > doctor.txt 2>&1
+OPENLAB_SIGNING_KEY_FILE="$scratch/run/signing.key" openlab doctor > doctor.txt 2>&1
 rc=$?
 set -e
 cat doctor.txt

@@ -127,3 +127,13 @@ def test_cli_prints_one_table_and_exits_1_on_failure(healthy: tuple[Path, dict[s
     assert res.exit_code == 1, res.output
     assert "webhook secrets  FAIL" in res.output and "fix: set OPENLAB_WEBHOOK_SECRETS" in res.output
     assert "Traceback" not in res.output
+
+
+def test_postgres_without_its_driver_names_the_extra(healthy: tuple[Path, dict[str, str]]) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is not None:
+        pytest.skip("psycopg is installed here: the missing-driver message cannot be shown")
+    repo, env = healthy
+    got = check_ledger(Context(root=repo, mode="app", env={**env, "OPENLAB_LEDGER_URL": "postgresql+psycopg://u:pw@h/db"}))
+    assert got.status == FAIL and "pip install 'openlab[postgres]'" in got.detail
