@@ -112,6 +112,8 @@ def run_demo(workdir: Path, steps: int = 200, console: Console | None = None) ->
             f"Ray {lab.head.url if lab.head else ''} · sandbox {lab.sandbox.url if lab.sandbox else ''} · "
             f"bot {lab.server.url if lab.server else ''} · store {lab.store}"
         )
+        console.print(f"lab repository {REPO}: a fresh git repository set up by `openlab init` ({lab.git_dir}); "
+                      "its signing key is outside it")
 
         say.step("1. ada preregisters a speedrun from the issue form")
         say.says("ada opens issue: [Speedrun]: ada_tiny", SPEEDRUN_FORM)
