@@ -32,6 +32,8 @@ def init(directory: Path, force: bool, private_key: Path | None, upstream: str) 
                          ("overwrote (--force)", report.overwritten)):
         for p in paths:
             click.echo(f"{label:>10}  {p}")
+    for p in report.deleted:
+        click.echo(f"{'skipped':>10}  {p}  (you deleted it; --force writes it again)")
     for p, diff in report.kept.items():
         click.echo(f"{'kept':>10}  {p}  (you edited it; openlab's version differs:)")
         click.echo(diff.rstrip("\n"))

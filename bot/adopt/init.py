@@ -4,7 +4,8 @@ Files come from ``templates/init/`` (``github/`` becomes ``.github/``; ``*.j2`` 
 version, so the workflows pin openlab's reusable workflows to it) plus ``.github/openlab.yml`` generated from the
 repo-config model. ``.github/openlab-init.json`` records the sha256 of every file as written: on a re-run (say
 after an upgrade) a file whose content still has that hash is the lab's untouched copy and is updated; any other
-existing file was edited by the lab and is kept, its difference shown, unless ``--force``.
+existing file was edited by the lab and is kept, its difference shown, unless ``--force``; a file init wrote
+before and the lab since deleted stays deleted.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class InitReport:
     unchanged: list[str] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)  # path -> unified diff (ours vs theirs)
     overwritten: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)  # written before, removed by the lab since: not re-created
     private_key: Path | None = None
 
 
@@ -113,6 +115,10 @@ def init_lab(root: Path, *, force: bool = False, upstream: str = DEFAULT_UPSTREA
     for rel, text in render_files(upstream, ver).items():
         dest = root / rel
         new_sha = _sha(text.encode())
+        if not dest.exists() and rel in recorded and not force:
+            report.deleted.append(rel)  # the lab removed it (say, the example once copied): stays removed
+            manifest[rel] = recorded[rel]
+            continue
         if not dest.exists():
             _write(dest, text)
             report.written.append(rel)

@@ -138,3 +138,13 @@ def test_init_workflows_and_reusable_workflows_pass_actionlint(repo: Path) -> No
         text = caller.read_text()
         target = text.split("/.github/workflows/")[1].split("@")[0]
         assert (ROOT / ".github/workflows" / target).exists(), (caller.name, target)
+
+
+def test_a_file_the_lab_deleted_stays_deleted(repo: Path) -> None:
+    _init(repo)
+    (repo / "experiments/exp0_example.py").unlink()
+    out = _init(repo)
+    assert "skipped  experiments/exp0_example.py" in out
+    assert not (repo / "experiments/exp0_example.py").exists()
+    _init(repo, "--force")
+    assert (repo / "experiments/exp0_example.py").exists()
