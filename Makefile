@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: venv system-deps node-tools github-specs test lint demo bench clean
+.PHONY: venv system-deps node-tools github-specs test lint demo bench clean wheel-check
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,12 @@ lint: venv
 
 test: venv system-deps node-tools github-specs lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(MAKE) wheel-check
+
+# The wheel as users get it: built, installed with base dependencies only in a venv outside the checkout, and
+# every command run once there (tools/wheel-check.sh; the base venv is kept between runs, keyed by the deps).
+wheel-check:
+	PY=$(PY) bash tools/wheel-check.sh
 
 demo: venv
 	$(BIN)/openlab demo

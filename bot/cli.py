@@ -117,10 +117,11 @@ def sandbox(host: str, port: int) -> None:
 
 
 def commands() -> list[click.Command]:
+    from bot.adopt.cli import commands as adopt_commands
     from bot.config_reference import config_reference
     from bot.demo.cli import demo
     from bot.keys_cli import keygen
     from bot.reconcile_cli import reconcile_cmd
     from bot.reports.cli import reports
 
-    return [serve, event, sandbox, reconcile_cmd, keygen, reports, demo, config_reference]
+    return [serve, event, sandbox, reconcile_cmd, keygen, reports, demo, config_reference, *adopt_commands()]

@@ -37,6 +37,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from runner.errors import ConfigError
+
 metadata = MetaData()
 
 inbox_metadata = MetaData()
@@ -169,7 +171,10 @@ class Ledger:
         kwargs: dict[str, Any] = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"check_same_thread": False}
-        self.engine: Engine = create_engine(url, **kwargs)
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+        except ModuleNotFoundError as err:  # the Postgres driver is the optional extra
+            raise ConfigError(f"OPENLAB_LEDGER_URL needs the {err.name} driver: pip install 'openlab[postgres]'") from None
         if url.startswith("sqlite"):
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)

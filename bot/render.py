@@ -8,15 +8,15 @@ Every value interpolated into a template is escaped as untrusted (`bot.escape.un
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
+import templates
 from bot.escape import untrusted
 
-TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates" / "comments"
+TEMPLATE_DIR = templates.path("comments")
 
 
 def marker(kind: str, key: str) -> str:

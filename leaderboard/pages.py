@@ -1,7 +1,7 @@
 """Rendering: the jinja2 environment (autoescaped, so user text is never emitted raw), run pages, loss curves.
 
-Templates live in ``templates/site/`` at the repository root (found beside the package in a checkout or an
-editable install, else under the working directory, which is how the Pages workflow runs).
+Templates live in ``templates/site/``, part of the ``templates`` package that ships in the wheel (found through
+``importlib.resources`` in a checkout, an editable install or an installed wheel alike).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, UndefinedError, select_autoescape
 from markupsafe import Markup
 
+import templates
 from leaderboard.load import LoadedRun, _read, safe_url
 from leaderboard.rows import Row, repo_web_url
 
@@ -22,13 +23,7 @@ MAX_CURVE_POINTS = 600
 
 
 def templates_dir() -> Path:
-    for candidate in (
-        Path(__file__).resolve().parent.parent / "templates" / "site",
-        Path.cwd() / "templates" / "site",
-    ):
-        if (candidate / "index.html.j2").is_file():
-            return candidate
-    raise FileNotFoundError("templates/site not found beside the package or in the working directory")
+    return templates.path("site")
 
 
 def sci(v: float | None) -> str:

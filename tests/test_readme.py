@@ -86,6 +86,8 @@ def test_configuration_reference_is_current() -> None:
 # Variables the code sets for Ray's own processes or the OS provides; not lab configuration.
 NOT_CONFIGURATION = {
     "PATH",
+    "GITHUB_ACTIONS",  # set by GitHub on its runners: picks `openlab doctor`'s default mode
+    "XDG_CONFIG_HOME",  # where `openlab init` and `app create` put secrets outside the repository
     "HOME",
     "USER",
     "RAY_USAGE_STATS_ENABLED",

@@ -1,7 +1,7 @@
 """The demo's lab: every real component on embedded defaults, wired the way an operator would wire them.
 
 A local Ray head (Jobs API, loopback, token auth), the GitHub sandbox serving ``lab/openlab``, a real git
-repository behind it (so the Ray job runs exactly the approved commit), the bot's FastAPI app with its
+repository behind it made by ``openlab init`` (the path a lab takes; nothing is read from this project's tree) (so the Ray job runs exactly the approved commit), the bot's FastAPI app with its
 dispatcher and reconciler, a local store, and a fresh Ed25519 lab key. Nothing reaches the network.
 """
 
@@ -20,7 +20,6 @@ from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.server import create_sandbox_app
 from bot.sandbox.state import SandboxState
 from bot.serving import ServedApp
-from runner import attest
 from runner.executor.local_head import LocalHead, start_head
 
 REPO = "lab/openlab"
@@ -30,7 +29,6 @@ SECRET = "demo-webhook-secret-0123"
 SITE_URL = (
     "https://lab.example/openlab"  # where the lab would publish its site; the transcript maps it to ./site
 )
-PROJECT = Path(__file__).resolve().parents[2]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -80,15 +78,17 @@ def open_real_pull(state: SandboxState, driver: SandboxDriver, repo: str, git_di
     return n
 
 
-def lab_files() -> dict[str, str]:
-    """The lab repository at the start: the issue forms, openlab.yml (with the site URL), a README."""
-    files = {
-        f".github/ISSUE_TEMPLATE/{p.name}": p.read_text()
-        for p in (PROJECT / ".github/ISSUE_TEMPLATE").glob("*.yml")
-    }
-    files[".github/openlab.yml"] = (PROJECT / ".github/openlab.yml").read_text() + f"site_url: {SITE_URL}\n"
-    files["README.md"] = "# lab/openlab\n\nAn open lab (demo).\n"
-    return files
+def init_lab_repo(git_dir: Path, private_key: Path) -> dict[str, str]:
+    """The lab repository at the start, made the way a lab makes it: `openlab init` in a fresh git repository
+    (forms, workflows, openlab.yml, examples, key pair), then the site URL and a README. Returns its files."""
+    from bot.adopt.init import init_lab
+
+    init_lab(git_dir, private_key=private_key)
+    cfg = git_dir / ".github/openlab.yml"
+    cfg.write_text(cfg.read_text().replace("site_url: null", f"site_url: {SITE_URL}"))
+    (git_dir / "README.md").write_text("# lab/openlab\n\nAn open lab (demo), set up with `openlab init`.\n")
+    return {str(p.relative_to(git_dir)): p.read_text() for p in sorted(git_dir.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(git_dir).parts}
 
 
 class DemoLab:
@@ -116,15 +116,15 @@ class DemoLab:
         self.head = start_head(num_cpus=2)
         self.sandbox = ServedApp(create_sandbox_app(self.state)).start()
         self.driver = SandboxDriver(self.sandbox.url, None, SECRET)
-        files = lab_files()
+        git(self.git_dir, "init", "-q", "-b", "main")
+        git(self.git_dir, "remote", "add", "origin", f"https://github.com/{REPO}.git")
+        files = init_lab_repo(self.git_dir, self.workdir / "signing-key.pem")
         self.driver.setup_repo(
             REPO, files=files, roles={"maria": "maintain", "ada": "read"}, tokens={TOKEN: BOT}
         )
-        git(self.git_dir, "init", "-q", "-b", "main")
-        git(self.git_dir, "remote", "add", "origin", f"https://github.com/{REPO}.git")
         self.commit("main", files)
-        private, self.public_pem = attest.generate_keypair()
-        (self.workdir / "openlab.pub").write_bytes(self.public_pem)
+        private = (self.workdir / "signing-key.pem").read_bytes()  # outside the repository, as init insists
+        self.public_pem = (self.git_dir / ".github/openlab.pub").read_bytes()
         settings = BotSettings(
             webhook_secrets=[SECRET],
             ledger_url=f"sqlite:///{self.workdir / 'ledger.sqlite3'}",

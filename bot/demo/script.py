@@ -20,7 +20,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from bot.demo.lab import BOT, PROJECT, REPO, SITE_URL, TOKEN, DemoLab
+from bot.demo.lab import BOT, REPO, SITE_URL, TOKEN, DemoLab
 from bot.sandbox.transcript import fetch_thread, plain_text, write_transcript
 
 SPEEDRUN_FORM = """### Author name
@@ -63,11 +63,12 @@ STEPS = default_speedrun("ada_tiny", load_config(Path(__file__).with_name("confi
 '''
 
 
-def speedrun_config(steps: int) -> str:
-    text = (PROJECT / "experiments/speedrun/tiny_cpu/config.yaml").read_text()
+def speedrun_config(git_dir: Path, steps: int) -> str:
+    """ada's config: the example speedrun `openlab init` wrote, renamed, with `steps` steps."""
+    text = (git_dir / "experiments/speedrun/example/config.yaml").read_text()
     # `track: cpu` is the speedrun's rule set (fixed data and eval set, runner.speedrun); the leaderboard band
     # the issue form names (budget_1e15) is where the result is ranked.
-    return text.replace("name: tiny_cpu", "name: ada_tiny").replace("steps: 200", f"steps: {steps}")
+    return text.replace("name: example", "name: ada_tiny").replace("steps: 200", f"steps: {steps}")
 
 
 class Narrator:
@@ -111,6 +112,8 @@ def run_demo(workdir: Path, steps: int = 200, console: Console | None = None) ->
             f"Ray {lab.head.url if lab.head else ''} · sandbox {lab.sandbox.url if lab.sandbox else ''} · "
             f"bot {lab.server.url if lab.server else ''} · store {lab.store}"
         )
+        console.print(f"lab repository {REPO}: a fresh git repository set up by `openlab init` ({lab.git_dir}); "
+                      "its signing key is outside it")
 
         say.step("1. ada preregisters a speedrun from the issue form")
         say.says("ada opens issue: [Speedrun]: ada_tiny", SPEEDRUN_FORM)
@@ -123,7 +126,7 @@ def run_demo(workdir: Path, steps: int = 200, console: Console | None = None) ->
         say.step("2. ada opens a pull request with her experiment")
         files = {
             "experiments/speedrun/ada_tiny/ada_tiny.py": EXPERIMENT,
-            "experiments/speedrun/ada_tiny/config.yaml": speedrun_config(steps),
+            "experiments/speedrun/ada_tiny/config.yaml": speedrun_config(lab.git_dir, steps),
         }
         say.says(
             "ada opens PR: ada_tiny speedrun",
@@ -235,7 +238,7 @@ def _publish(lab: DemoLab, workdir: Path, pr: int, issue: int, console: Console)
             dst.write_text(text)
     site = workdir / "site"
     sources = [str(board / "**" / "results.json")]
-    own = sorted(glob.glob(str(PROJECT / "experiments" / "**" / "results.json"), recursive=True))
+    own = sorted(glob.glob(str(lab.git_dir / "experiments" / "**" / "results.json"), recursive=True))
     sources += own
     report = build_site(
         BuildOptions(

@@ -22,6 +22,7 @@ from bot.sandbox.checks import add_check_routes
 from bot.sandbox.control import add_control_routes
 from bot.sandbox.hooks import add_hook_routes, app_jwt_error
 from bot.sandbox.listings import add_listing_routes
+from bot.sandbox.manifests import add_manifest_routes
 from bot.sandbox.state import SandboxState, Thread
 from bot.sandbox.teams import add_team_routes, effective_role
 
@@ -41,8 +42,9 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
         if path.startswith("/_sandbox"):
             return await call_next(request)
         raw = await request.body()
+        form_post = request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
         entry = {"method": request.method, "path": path, "query": dict(request.query_params),
-                 "body": json.loads(raw) if raw else None, "status": 0, "t": time.time()}
+                 "body": json.loads(raw) if raw and not form_post else None, "status": 0, "t": time.time()}
         if st.latency_s:
             time.sleep(st.latency_s)
         with st.lock:
@@ -50,7 +52,8 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
         if fault is not None:
             resp: Response = JSONResponse({"message": "You have exceeded a secondary rate limit" if fault.status in (
                 403, 429) else "Server Error"}, status_code=fault.status, headers=fault.headers)
-        elif not path.startswith("/app/") and _login(st, request) is None:
+        elif not path.startswith(("/app/", "/app-manifests/")) and not path.endswith("/settings/apps/new") \
+                and _login(st, request) is None:  # the manifest flow is unauthenticated on GitHub too
             resp = _err(401, "Bad credentials")
         else:
             resp = await call_next(request)
@@ -68,6 +71,7 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
     _add_pull_routes(app, st)
     _add_repo_routes(app, st)
     add_control_routes(app, st)
+    add_manifest_routes(app, st)
     return app
 
 

@@ -52,3 +52,7 @@ def test_demo_runs_the_lifecycle_and_links_the_record(tmp_path: Path) -> None:
     assert (site / "index.html").is_file() and (site / "reports" / "index.html").is_file()
     runs = list((site / "runs").glob("*.html"))
     assert len(runs) == 1 and "verified" in runs[0].read_text()
+    # the lab is a fresh repository made by `openlab init` (issue 12), not this project's tree
+    lab = work / "lab-repo"
+    assert (lab / ".github/openlab-init.json").is_file() and (lab / "experiments/exp0_example.py").is_file()
+    assert (work / "signing-key.pem").is_file() and not list(lab.rglob("*signing-key*"))
