@@ -22,6 +22,7 @@ def serve(host: str, port: int, token_env: str | None) -> None:
 
     from bot.app import create_app
     from bot.service import Bot
+    from bot.serving import server_config
     from bot.settings import load_settings
 
     settings = load_settings()
@@ -43,7 +44,7 @@ def serve(host: str, port: int, token_env: str | None) -> None:
 
         worker = worker_process.start(settings, token)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.Server(server_config(app, host, port, settings.request_timeout_s)).run()  # bot.serving: bounds
     finally:
         if worker is not None:
             worker.terminate()

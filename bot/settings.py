@@ -32,6 +32,7 @@ class BotSettings(BaseSettings):
     worker: str = Field("process", description="process (default) | thread | off: where the queue worker runs.")
     plan_timeout_s: float = Field(120.0, description="Wall-clock limit of one sandboxed `openlab plan` of PR code.")
     plan_memory_mb: int = Field(4096, description="Memory limit of one sandboxed `openlab plan`.")
+    request_timeout_s: float = Field(10.0, gt=0, description="Seconds a client has to send a request's head (else the connection is closed) and then its body (else 408): slow clients cannot hold connections.")
 
     @field_validator("worker", mode="before")
     @classmethod
