@@ -84,10 +84,9 @@ def event(name: str, payload: str) -> None:
         plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""))
         return
     raw = Path(payload).read_bytes()
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise OpenlabError(f"{payload}: not valid JSON") from None
+    from runner.safeparse import loads_json
+
+    data = loads_json(raw, payload)  # ConfigError naming the file: malformed or nested too deep
     action = data.get("action") if isinstance(data, dict) else None
     run = os.environ.get("GITHUB_RUN_ID")
     guid = f"actions-{run}-{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}" if run else hashlib.sha256(raw).hexdigest()[:40]
