@@ -58,7 +58,8 @@ def event(name: str, payload: str) -> None:
     """Handle one GitHub event in Actions mode (token from GITHUB_TOKEN).
 
     NAME is the event name ($GITHUB_EVENT_NAME) and PAYLOAD its JSON file ($GITHUB_EVENT_PATH); NAME
-    `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead.
+    `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead (untrusted data;
+    the PR and SHA come from the workflow_run event in $GITHUB_EVENT_PATH).
     """
     from bot.service import Bot
     from bot.settings import load_settings
@@ -81,7 +82,7 @@ def event(name: str, payload: str) -> None:
     if name == "plan_report":
         from bot.actions_mode import plan_report
 
-        plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""))
+        plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""), os.environ.get("GITHUB_EVENT_PATH"))
         return
     raw = Path(payload).read_bytes()
     from runner.safeparse import loads_json
