@@ -1,6 +1,7 @@
 """Actions mode trusts only the event: a plan artifact (written by a job that ran PR code) naming another PR or
 another commit, or over its bounds, is refused; nothing is ever posted to a PR the event does not name."""
 
+# ruff: noqa: F811 - pytest fixtures imported from tests.bot.conftest are test parameters by design
 from __future__ import annotations
 
 import json
@@ -61,7 +62,7 @@ def _plan_failed(path: str) -> dict[str, str]:
     return {"1.file": path + "\n", "1.err": "error: the experiment file raised\n", "1.rc": "2\n"}
 
 
-def test_poisoned_artifact_never_reaches_another_pr(tmp_path: Path, sandbox: tuple[str, SandboxState]) -> None:  # noqa: F811
+def test_poisoned_artifact_never_reaches_another_pr(tmp_path: Path, sandbox: tuple[str, SandboxState]) -> None:
     d, bot, prs = _setup(tmp_path, sandbox[0])
     (victim, victim_sha), (attacker, attacker_sha) = prs["victim"], prs["attacker"]
     mine = _plan_failed("experiments/exp042_attacker.py")
@@ -85,7 +86,7 @@ def test_poisoned_artifact_never_reaches_another_pr(tmp_path: Path, sandbox: tup
     assert check["head_sha"] == victim_sha and "the experiment file raised" in comments[-1]
 
 
-def test_oversized_or_odd_artifacts_are_refused(tmp_path: Path, sandbox: tuple[str, SandboxState]) -> None:  # noqa: F811
+def test_oversized_or_odd_artifacts_are_refused(tmp_path: Path, sandbox: tuple[str, SandboxState]) -> None:
     d, bot, prs = _setup(tmp_path, sandbox[0])
     pr, sha = prs["attacker"]
     path = "experiments/exp042_attacker.py"

@@ -4,6 +4,7 @@ Each deep document gets one line naming its file, never a RecursionError traceba
 reported on the thread while the bot goes on with the defaults (it used to make every delivery fail silently).
 """
 
+# ruff: noqa: F811 - pytest fixtures imported from tests.bot.conftest are test parameters by design
 from __future__ import annotations
 
 import os
@@ -70,7 +71,7 @@ def test_deep_run_config_is_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr == f"error: {payload}: nested deeper than 64 levels; refusing to parse it\n"
 
 
-def test_deep_openlab_yml_is_reported_on_the_thread(lab: Lab) -> None:  # noqa: F811 - the fixture
+def test_deep_openlab_yml_is_reported_on_the_thread(lab: Lab) -> None:
     d = lab.driver
     d.setup_repo(REPO, {**repo_files(), ".github/openlab.yml": "tracks:\n  - " + "[" * 3000 + "]" * 3000},
                  roles={"maintainer": "write"})
