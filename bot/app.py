@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.events import HANDLED_EVENTS, handles
+from bot.infra import new_error_id
 from bot.ingress import Limits, Rejected, parse_payload, read_body
 from bot.service import Bot
 
@@ -112,7 +113,9 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _never_500(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error")
-        return _answer(503, error="temporary failure; please redeliver")
+        # Only faults of ours get here (bad input is a 4xx above): details in the log under an id, none in the answer.
+        error_id = new_error_id()
+        log.error("unexpected error %s on %s", error_id, request.url.path, exc_info=exc)
+        return _answer(503, error="temporary failure; please redeliver", error_id=error_id)
 
     return app
