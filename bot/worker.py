@@ -79,7 +79,12 @@ class Worker:
                 self.ledger.wakeup.wait(0.5)
                 self.ledger.wakeup.clear()
                 continue
-            self.process(delivery)
+            try:
+                self.process(delivery)
+            except Exception:  # recording the outcome failed too (the ledger's disk full): stay alive, retry later
+                log.exception("delivery %s: could not record its outcome (error id %s)", delivery.guid,
+                              infra.new_error_id())
+                self._stop.wait(1.0)
 
     def drain(self) -> int:
         """Process everything queued now (Actions mode and tests); returns how many deliveries ran."""

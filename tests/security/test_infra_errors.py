@@ -7,10 +7,12 @@ A full disk is real here: the kernel's ENOSPC from /dev/full (any user), and, wh
 # ruff: noqa: F811 - pytest fixtures imported from tests.bot.conftest are test parameters by design
 from __future__ import annotations
 
+import json
 import logging
 import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ from bot.sandbox.state import SandboxState
 from bot.service import Bot, SandboxPlanner
 from bot.serving import ServedApp
 from tests.bot.conftest import app_key, make_settings, sandbox  # noqa: F401 - fixtures
-from tests.bot.helpers import REPO, SECRET, experiment_file, repo_files
+from tests.bot.helpers import REPO, SECRET, experiment_body, experiment_file, repo_files
 
 HOST_PATH = "/srv/openlab-secret-host/work"
 Planner = Callable[[Any], Callable[..., Any]]
@@ -89,18 +91,28 @@ def test_unexpected_handler_error(tmp_path: Path, sandbox: tuple[str, SandboxSta
         assert [r["status"] for r in rows] == ["failed"] and error_id in rows[0]["error"]
 
 
-@pytest.fixture
-def tiny_tmp(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs (root only: elsewhere the /dev/full test above covers the kernel's ENOSPC)."""
-    mnt = tmp_path / "tiny"
+def _tmpfs(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (root only: elsewhere the /dev/full test above covers the kernel's ENOSPC)."""
+    mnt = tmp_path / f"tmpfs-{size}"
     mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True, text=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True,
+                       text=True)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()[:80]}); /dev/full covers ENOSPC")
     try:
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def tiny_tmp(tmp_path: Path) -> Iterator[Path]:
+    yield from _tmpfs(tmp_path, "64k")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    yield from _tmpfs(tmp_path, "4m")
 
 
 def test_full_tmpfs_during_a_real_plan_checkout(tmp_path: Path, sandbox: tuple[str, SandboxState],
@@ -114,3 +126,31 @@ def test_full_tmpfs_during_a_real_plan_checkout(tmp_path: Path, sandbox: tuple[s
         note = _note(d, pr)
         assert "the bot's disk is full" in note
         _assert_clean(note, caplog, "No space left on device")
+
+
+def test_full_disk_under_the_ledger(sandbox: tuple[str, SandboxState], app_key: tuple[Path, str],
+                                    small_disk: Path) -> None:
+    """The ledger's own disk fills up: deliveries get 503 (GitHub may redeliver), the worker stays alive, and the
+    redelivery goes through once there is space again."""
+    url = sandbox[0]
+    bot = Bot(make_settings(small_disk, url, app_key))
+    bot.worker.retry_base_s = 0.2
+    with ServedApp(create_app(bot)) as srv:
+        d = SandboxDriver(url, srv.url, SECRET)
+        d.setup_repo(REPO, repo_files(), roles={"maintainer": "write"}, app_public_key=app_key[1], app_id=1)
+        filler = small_disk / "filler"
+        with pytest.raises(OSError, match="No space left"), filler.open("wb") as f:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        with pytest.raises(RuntimeError, match='503: {"error":"ledger unavailable; please redeliver"}'):
+            d.open_issue(REPO, "alice", "[Experiment]: full disk", experiment_body(), labels=["experiment"])
+        [(guid, (_, body))] = d.sent.items()
+        n = json.loads(body)["issue"]["number"]
+        assert d.redeliver(guid).status_code == 503
+        time.sleep(1.5)
+        assert bot.worker._thread is not None and bot.worker._thread.is_alive()
+        filler.unlink()
+        assert d.redeliver(guid).status_code == 202
+        d.wait_for(lambda: bot.ledger.queue_depth() == 0, timeout=60)
+        assert "preregistered" in d.thread(REPO, n)["labels"]
