@@ -18,6 +18,7 @@ from bot.repo_config import parse_repo_config
 from runner.config import load_config
 from runner.errors import ConfigError
 from runner.safeparse import MAX_DEPTH, DepthError, ParseError, loads_json, loads_yaml
+from runner.schema import ResultsError, loads_results
 from tests.bot.conftest import Lab, app_key, lab, sandbox  # noqa: F401 - fixtures
 from tests.bot.helpers import REPO, bot_comments, experiment_body, repo_files
 
@@ -50,6 +51,11 @@ def test_bounds_and_messages() -> None:
         loads_yaml("a: [", "f.yml")
     with pytest.raises(ParseError, match=r"^g\.json: not valid JSON at line 1, column 2"):
         loads_json("{x", "g.json")
+
+
+def test_deep_results_json_is_a_results_error() -> None:
+    with pytest.raises(ResultsError, match=r"^experiments/x/results\.json: nested deeper than 64 levels"):
+        loads_results('{"metrics": ' + "[" * 5000 + "]" * 5000 + "}", "experiments/x/results.json")
 
 
 def test_deep_openlab_yml_is_a_config_error() -> None:
