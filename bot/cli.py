@@ -111,10 +111,11 @@ def sandbox(host: str, port: int) -> None:
     import uvicorn
 
     from bot.sandbox.server import create_sandbox_app
+    from bot.serving import server_config
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ConfigError("the sandbox only listens on loopback")
-    uvicorn.run(create_sandbox_app(), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(server_config(create_sandbox_app(), host, port)).run()
 
 
 def commands() -> list[click.Command]:
