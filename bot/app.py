@@ -1,10 +1,12 @@
 """`openlab serve`: the GitHub App webhook server (FastAPI).
 
-POST / (and /webhook): size cap -> HMAC-SHA256 over the raw body under any configured secret (401, nothing
-stored, on failure) -> event/delivery headers -> JSON -> atomic claim of `X-GitHub-Delivery` in the ledger, which
+POST / (and /webhook): body read under a size cap and a read timeout (413 / 408, see `bot.ingress`) -> HMAC-SHA256
+over the raw body under any configured secret (401, nothing stored, on failure) -> event/delivery headers ->
+content type (415) -> depth-bounded JSON object (400) -> atomic claim of `X-GitHub-Delivery` in the ledger, which
 is also the durable enqueue -> 202. A redelivery answers 200 `duplicate`. Handled events with an action the bot
 ignores, and unknown events, answer 202 `ignored` and are not stored. The worker thread does all GitHub calls.
-GET /healthz, GET /metrics (Prometheus).
+GET /healthz, GET /metrics (Prometheus). Bad input is always a 4xx with a JSON `error`; a 5xx means a fault of ours
+(the ledger unavailable), which GitHub may redeliver.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
-import json
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from bot.events import HANDLED_EVENTS, handles
+from bot.infra import new_error_id
+from bot.ingress import Limits, Rejected, parse_payload, read_body
 from bot.service import Bot
 
 log = logging.getLogger("openlab.bot")
@@ -63,42 +67,29 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
 
     app = FastAPI(title="openlab bot", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
 
-    async def read_verified(request: Request) -> bytes | JSONResponse:
-        """The raw body, or the answer to give: 413 over the cap, 401 without a valid signature."""
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > max_body):
-            metrics.deliveries.labels("-", "too_large").inc()
-            return _answer(413, error=f"body over {max_body} bytes")
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_body:
-                metrics.deliveries.labels("-", "too_large").inc()
-                return _answer(413, error=f"body over {max_body} bytes")
-        if not verify_signature(secrets, bytes(body), request.headers.get("x-hub-signature-256")):
-            metrics.deliveries.labels("-", "bad_signature").inc()
-            return _answer(401, error="missing or invalid X-Hub-Signature-256")
-        return bytes(body)
+    limits = Limits(max_body_bytes=max_body, body_timeout_s=bot.settings.request_timeout_s)
 
-    async def webhook(request: Request) -> Response:
-        raw = await read_verified(request)
-        if isinstance(raw, JSONResponse):
-            return raw
+    async def read_verified(request: Request) -> tuple[str, str, dict[str, Any], bytes]:
+        """(event, delivery id, payload, raw body) of a request that passes every guard, else Rejected."""
+        raw = await read_body(request, limits)
+        if not verify_signature(secrets, raw, request.headers.get("x-hub-signature-256")):
+            raise Rejected(401, "missing or invalid X-Hub-Signature-256", outcome="bad_signature")
         event = request.headers.get("x-github-event", "")
         guid = request.headers.get("x-github-delivery", "").strip()
-        if not event or not guid or len(guid) > 64:
-            metrics.deliveries.labels("-", "bad_headers").inc()
-            return _answer(400, error="X-GitHub-Event and X-GitHub-Delivery (<= 64 chars) are required")
+        if not event or not guid or len(guid) > 64 or len(event) > 64:
+            raise Rejected(400, "X-GitHub-Event and X-GitHub-Delivery (<= 64 chars) are required",
+                           outcome="bad_headers")
         if "json" not in request.headers.get("content-type", "application/json"):
-            return _answer(415, error="content type must be application/json")
+            raise Rejected(415, "content type must be application/json", outcome="bad_content_type")
+        return event, guid, parse_payload(raw, limits), raw
+
+    async def webhook(request: Request) -> Response:
         try:
-            payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            metrics.deliveries.labels(event[:40], "bad_json").inc()
-            return _answer(400, error="body is not valid JSON")
-        if not isinstance(payload, dict):
-            metrics.deliveries.labels(event[:40], "bad_payload").inc()
-            return _answer(400, error="payload is not a JSON object")
+            event, guid, payload, raw = await read_verified(request)
+        except Rejected as no:
+            metrics.deliveries.labels("-", no.outcome).inc()
+            headers = {"connection": "close"} if no.close else None
+            return JSONResponse({"error": no.error}, status_code=no.status, headers=headers)
         action = payload.get("action")
         # Cheap routing check only; the worker parses the full typed model, so ingress stays in the millisecond
         # range. A payload of the wrong shape is claimed and then marked failed with the field that is wrong.
@@ -126,7 +117,9 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _never_500(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unexpected error")
-        return _answer(503, error="temporary failure; please redeliver")
+        # Only faults of ours get here (bad input is a 4xx above): details in the log under an id, none in the answer.
+        error_id = new_error_id()
+        log.error("unexpected error %s on %s", error_id, request.url.path, exc_info=exc)
+        return _answer(503, error="temporary failure; please redeliver", error_id=error_id)
 
     return app

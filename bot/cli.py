@@ -22,6 +22,7 @@ def serve(host: str, port: int, token_env: str | None) -> None:
 
     from bot.app import create_app
     from bot.service import Bot
+    from bot.serving import server_config
     from bot.settings import load_settings
 
     settings = load_settings()
@@ -43,7 +44,7 @@ def serve(host: str, port: int, token_env: str | None) -> None:
 
         worker = worker_process.start(settings, token)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        uvicorn.Server(server_config(app, host, port, settings.request_timeout_s)).run()  # bot.serving: bounds
     finally:
         if worker is not None:
             worker.terminate()
@@ -57,7 +58,8 @@ def event(name: str, payload: str) -> None:
     """Handle one GitHub event in Actions mode (token from GITHUB_TOKEN).
 
     NAME is the event name ($GITHUB_EVENT_NAME) and PAYLOAD its JSON file ($GITHUB_EVENT_PATH); NAME
-    `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead.
+    `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead (untrusted data;
+    the PR and SHA come from the workflow_run event in $GITHUB_EVENT_PATH).
     """
     from bot.service import Bot
     from bot.settings import load_settings
@@ -80,13 +82,12 @@ def event(name: str, payload: str) -> None:
     if name == "plan_report":
         from bot.actions_mode import plan_report
 
-        plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""))
+        plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""), os.environ.get("GITHUB_EVENT_PATH"))
         return
     raw = Path(payload).read_bytes()
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise OpenlabError(f"{payload}: not valid JSON") from None
+    from runner.safeparse import loads_json
+
+    data = loads_json(raw, payload)  # ConfigError naming the file: malformed or nested too deep
     action = data.get("action") if isinstance(data, dict) else None
     run = os.environ.get("GITHUB_RUN_ID")
     guid = f"actions-{run}-{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}" if run else hashlib.sha256(raw).hexdigest()[:40]
@@ -110,10 +111,11 @@ def sandbox(host: str, port: int) -> None:
     import uvicorn
 
     from bot.sandbox.server import create_sandbox_app
+    from bot.serving import server_config
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ConfigError("the sandbox only listens on loopback")
-    uvicorn.run(create_sandbox_app(), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(server_config(create_sandbox_app(), host, port)).run()
 
 
 def commands() -> list[click.Command]:

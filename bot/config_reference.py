@@ -35,6 +35,7 @@ class BotRunEnvironment(BaseSettings):
     github_run_attempt: str | None = env("GITHUB_RUN_ATTEMPT", None, "Actions mode: with GITHUB_RUN_ID (set by GitHub).")
     github_api_url: str | None = env("GITHUB_API_URL", None, "Actions mode: the REST API root (set by GitHub; GHES too).")
     github_server_url: str | None = env("GITHUB_SERVER_URL", None, "Web root for links in reports (set by GitHub).")
+    github_event_path: str | None = env("GITHUB_EVENT_PATH", None, "Actions mode: the event file; `openlab event plan_report` takes the PR and SHA from its workflow_run (set by GitHub).")
     signing_key: str | None = env("OPENLAB_SIGNING_KEY", None, "The lab's Ed25519 private key (PEM) that attests results; a secret.")
     signing_key_file: str | None = env("OPENLAB_SIGNING_KEY_FILE", None, "Path of that key instead of the PEM itself.")
     source: str | None = env("OPENLAB_SOURCE", None, "Where the dispatcher fetches approved SHAs (a clone URL or local repo); default the PR's base repo.")

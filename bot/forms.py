@@ -11,8 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict
+
+from runner.safeparse import loads_yaml
 
 FORMS = ("experiment", "speedrun")
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / ".github" / "ISSUE_TEMPLATE"
@@ -41,7 +42,7 @@ class Form(BaseModel):
 
 
 def load_form(name: str, text: str) -> Form:
-    data = yaml.safe_load(text) or {}
+    data = loads_yaml(text, f".github/ISSUE_TEMPLATE/{name}.yml") or {}
     fields = []
     for el in data.get("body", []):
         if el.get("type") == "markdown" or "id" not in el:

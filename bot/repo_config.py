@@ -6,13 +6,13 @@ thread and the defaults are used, so one typo never silences the bot.
 
 from __future__ import annotations
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bot.quotas import Quotas
 from leaderboard.tracks import Track, default_tracks, parse_tracks
 from runner.config import format_validation_error
 from runner.errors import ConfigError
+from runner.safeparse import loads_yaml
 
 CONFIG_PATH = ".github/openlab.yml"
 
@@ -66,12 +66,7 @@ def parse_repo_config(text: str | None) -> RepoConfig:
     """Parse the YAML text of openlab.yml (None = file missing = defaults)."""
     if text is None or not text.strip():
         return RepoConfig()
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{CONFIG_PATH}{where}: not valid YAML") from None
+    data = loads_yaml(text, CONFIG_PATH)  # ConfigError naming the file and line, also for a too-deep file
     if data is None:
         return RepoConfig()
     if not isinstance(data, dict):

@@ -36,6 +36,7 @@ class BotSettings(BaseSettings):
     recovery_lookback_s: float = Field(72 * 3600.0, gt=0, description="How far back recovery looks in the delivery log (GitHub keeps it, and allows redelivery, for 3 days).")
     recovery_max_attempts: int = Field(3, ge=1, description="Recovery gives up on a delivery GitHub has already attempted this many times (the original included).")
     recovery_start_delay_s: float = Field(5.0, ge=0, description="Seconds after start before the first recovery pass, so the server listens when GitHub redelivers.")
+    request_timeout_s: float = Field(10.0, gt=0, description="Seconds a client has to send a request's head (else the connection is closed) and then its body (else 408): slow clients cannot hold connections.")
 
     @field_validator("worker", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from bot import infra
 from bot.actions import ACTIONS
 from bot.events import BadPayload, Ignored, parse_event
 from bot.executor import ActionError, Executor
@@ -78,7 +79,12 @@ class Worker:
                 self.ledger.wakeup.wait(0.5)
                 self.ledger.wakeup.clear()
                 continue
-            self.process(delivery)
+            try:
+                self.process(delivery)
+            except Exception:  # recording the outcome failed too (the ledger's disk full): stay alive, retry later
+                log.exception("delivery %s: could not record its outcome (error id %s)", delivery.guid,
+                              infra.new_error_id())
+                self._stop.wait(1.0)
 
     def drain(self) -> int:
         """Process everything queued now (Actions mode and tests); returns how many deliveries ran."""
@@ -97,18 +103,31 @@ class Worker:
             outcome = self._process(d)
         except (GitHubError, OSError) as err:
             attempts = self.ledger.bump_attempt(d.guid, str(err), self.retry_base_s * 2 ** min(d.attempts, 8))
-            if attempts >= MAX_ATTEMPTS:
+            final = attempts >= MAX_ATTEMPTS
+            if final:
                 self.ledger.finish(d.guid, "failed", str(err))
                 outcome = "failed"
             else:
                 outcome = "retry"
             log.warning("delivery %s: %s (attempt %d)", d.guid, err, attempts)
+            if infra.is_infrastructure(err) and (attempts == 1 or final):  # the bot's own host, not GitHub
+                self._infra_note(d, err, retrying=not final)
         except Exception as err:  # a bug: keep the delivery for inspection, do not loop on it
-            log.exception("delivery %s failed", d.guid)
-            self.ledger.finish(d.guid, "failed", f"{type(err).__name__}: {err}")
+            error_id = self._infra_note(d, err, retrying=False)
+            self.ledger.finish(d.guid, "failed", f"{type(err).__name__}: {err} (error id {error_id})")
             outcome = "failed"
         log_event(log, "delivery processed", outcome=outcome)
         self._on_outcome(outcome)
+
+    def _infra_note(self, d: Delivery, err: Exception, *, retrying: bool) -> str:
+        """Post the short note with an error id on the delivery's thread (details logged under the id)."""
+        try:
+            payload = json.loads(d.payload)
+            installation = (payload.get("installation") or {}).get("id") if isinstance(payload, dict) else None
+            executor = self.env_for(installation)[1]
+        except Exception:  # noqa: BLE001 - no thread to tell: the log line still has everything
+            payload, executor = None, None
+        return infra.report(err, payload, executor, retrying=retrying, delivery_id=d.guid)
 
     def _process(self, d: Delivery) -> str:
         payload = json.loads(d.payload)

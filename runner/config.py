@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner.errors import ConfigError
+from runner.safeparse import loads_yaml
 
 
 class Strict(BaseModel):
@@ -247,11 +247,5 @@ def load_config(path: str | Path) -> RunConfig:
         raise ConfigError(f"{p}: no such config file") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{p}: cannot read config: {err}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ConfigError(f"{p}: malformed YAML at {where}{problem}") from None
-    return parse_config(data, str(p))
+    # depth-bounded: a config nested thousands deep is one clear line, not a RecursionError traceback
+    return parse_config(loads_yaml(text, str(p)), str(p))

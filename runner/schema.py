@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from runner.config import Author, RunConfig, format_validation_error
 from runner.errors import OpenlabError
+from runner.safeparse import ParseError, loads_json
 
 SCHEMA_VERSION = 1
 
@@ -172,8 +173,10 @@ def parse_results(data: Any, source: str = "results") -> Results:
 
 
 def loads_results(text: str | bytes, source: str = "results") -> Results:
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
+    try:  # depth-bounded: a results file is the output of PR code
+        data = loads_json(text, source, parse_constant=_reject_constant)
+    except ParseError as err:
+        raise ResultsError(str(err)) from None
     except ValueError as err:
         raise ResultsError(f"{source}: not valid JSON: {err}") from None
     return parse_results(data, source)

@@ -48,7 +48,11 @@ def test_event_and_plan_report(tmp_path: Path, sandbox: tuple[str, SandboxState]
     (plan_dir / "meta.json").write_text(json.dumps({"pr": pr_env["number"], "head_sha": head}))
     (plan_dir / "1.file").write_text(f"experiments/exp{n:03d}_act.py\n")
     (plan_dir / "1.json").write_text('{"not": "a plan"}')
-    r = _openlab(["event", "plan_report", str(plan_dir)], tmp_path, env)
+    run_event = {"workflow_run": {"id": 7, "event": "pull_request", "head_sha": head,
+                                  "pull_requests": [{"number": pr_env["number"]}]}}
+    (tmp_path / "workflow_run.json").write_text(json.dumps(run_event))  # the PR and SHA come from the event
+    r = _openlab(["event", "plan_report", str(plan_dir)], tmp_path,
+                 {**env, "GITHUB_EVENT_PATH": str(tmp_path / "workflow_run.json")})
     assert r.returncode == 0, r.stderr
     t = d.thread(REPO, pr_env["number"])
     [check] = t["check_runs"]

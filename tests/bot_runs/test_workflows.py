@@ -101,8 +101,11 @@ def test_workflows_run_commands_against_the_sandbox(lab_factory, ray_head: str, 
     assert json.loads((checkout / "plan" / "1.json").read_text())["experiment"].endswith("actions_run.py")
     report_dir = tmp_path / "report-job"
     shutil.copytree(checkout / "plan", report_dir / "plan")  # what download-artifact hands the privileged job
-    _ok(run_steps("openlab-plan-report.yml", "report", event_name="workflow_run", payload={}, payload_path=None,
-                  cwd=report_dir, secrets=secrets, env=env))
+    run_event = {"workflow_run": {"id": 7, "event": "pull_request", "head_sha": head, "pull_requests": [{"number": pr}],
+                                  "head_repository": {"full_name": LAB}}}  # the PR and SHA the report trusts
+    _ok(run_steps("openlab-plan-report.yml", "report", event_name="workflow_run", payload=run_event,
+                  payload_path=_record(tmp_path, "workflow_run.completed", run_event), cwd=report_dir,
+                  secrets=secrets, env=env))
     plan_check = [c for c in lab.state.check_runs.values() if c["name"] == "openlab/plan" and c["head_sha"] == head]
     assert len(plan_check) == 1 and plan_check[0]["status"] == "completed"
 
