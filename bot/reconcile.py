@@ -229,7 +229,7 @@ def _pareto(s: RunServices, run: dict[str, Any], results: Results) -> None:
     loaded = load_runs(s.leaderboard_results)
     others = [r.results for r in loaded.runs if r.results.run_id != results.run_id]
     update = pareto_update(results, others, tracks=config.tracks)
-    body = render_pareto(update, results, key=run["run_id"], compared=len(others), source=s.leaderboard_results)
+    body = render_pareto(update, results, key=run["run_id"], others=others)
     from bot.actions import UpsertComment
     from bot.executor import Executor
 
@@ -241,6 +241,10 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
     """Publish every milestone of a decided outcome that is not published yet (each exactly once)."""
     outcome = report.outcome or "failed"
     results = Results.model_validate(report.results) if report.results and outcome == "succeeded" else None
+    if run["status"] != outcome:
+        # The ledger first: the sticky comment, the check run and the reports index all read this row.
+        s.ledger.set_run_status(run["run_id"], outcome, report.reason)
+        run = {**run, "status": outcome}
     if results is not None and not report.has("committed"):
         _commit(s, run, report, results)
         s.states.mark(report, "committed")
@@ -263,8 +267,6 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
             details_url=report.dashboard_url or report.wandb_url,
         )
         s.states.mark(report, "check_done")
-    if run["status"] != ("succeeded" if outcome == "succeeded" else outcome):
-        s.ledger.set_run_status(run["run_id"], outcome if outcome != "succeeded" else "succeeded", report.reason)
     report.phase = "done"
     s.states.save(report)
 
