@@ -24,6 +24,7 @@ from typing import Any
 from bot.dispatch import RayDispatcher, RunServices, execution_page_url
 from bot.github import GitHubError
 from bot.jobs import BackendUnavailable, JobInfo, JobState
+from bot.preregistration import credit
 from bot.publish import PushRefused
 from bot.results_io import RunOutputError, attest_results, read_outputs
 from bot.run_report import loss_points, render_pareto, render_run_comment
@@ -171,8 +172,12 @@ class Reconciler:
             report.outcome, report.reason = "failed", f"the job succeeded but its results are unusable: {err}"
             report.log_tail = self.s.backend.logs_tail(run["run_id"]) or None
             return
+        # Credit from the preregistration (the issue form and GitHub), never from what the PR's code wrote.
+        issue = report.preregistration
+        prereg = self.s.ledger.preregistration(run["repo"], issue) if issue else None
+        credited = credit(out.results, prereg, issue=issue, pr=run["pr"])
         results, unsigned = attest_results(
-            out.results, run_id=run["run_id"], sha=run["sha"], started_at=info.started_at,
+            credited, run_id=run["run_id"], sha=run["sha"], started_at=info.started_at,
             finished_at=info.finished_at, private_pem=self.s.signing_key,
         )
         attested_url = store.join(prefix, "attested", run["run_id"], "results.json")
