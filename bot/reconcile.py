@@ -20,6 +20,9 @@ import logging
 import threading
 import time
 from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup
 
 from bot.dispatch import RayDispatcher, RunServices, execution_page_url
 from bot.github import GitHubError
@@ -226,7 +229,31 @@ def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
             report.commit_note = f"📎 The branch refused the commit ({err}), so the results are attached. {how}"
 
 
-def _pareto(s: RunServices, run: dict[str, Any], results: Results) -> None:
+def _chart(s: RunServices, run: dict[str, Any], report: RunReport, results: Results,
+           others: list[Results]) -> Markup | None:
+    """Commit the BPB-vs-FLOPs chart beside the committed results; its image link for the comment, or None."""
+    from bot.chart import CHART_NAME, pareto_svg
+    from bot.run_report import link
+
+    if not report.committed_path:
+        return None  # attached, not committed: no public place for the image
+    pull = s.gh(run).get_pull(run["repo"], run["pr"])
+    head = pull.get("head") or {}
+    repo, branch, web = (head.get("repo") or {}).get("full_name"), head.get("ref"), (head.get("repo") or {}).get(
+        "html_url")
+    if not repo or not branch or not web:
+        return None
+    path = f"{report.committed_path.rsplit('/', 1)[0]}/{CHART_NAME}"
+    try:
+        s.publisher(run).commit_file(repo, branch, path, pareto_svg(results, others),
+                                     f"openlab: BPB-vs-FLOPs chart of run {run['run_id']}")
+    except PushRefused:
+        return None
+    image = link("BPB vs FLOPs: this run against the frontier", f"{web}/blob/{quote(branch)}/{path}?raw=true")
+    return Markup("!") + image if image else None
+
+
+def _pareto(s: RunServices, run: dict[str, Any], report: RunReport, results: Results) -> None:
     from leaderboard.frontier import pareto_update
     from leaderboard.load import load_runs
 
@@ -234,7 +261,8 @@ def _pareto(s: RunServices, run: dict[str, Any], results: Results) -> None:
     loaded = load_runs(s.leaderboard_results)
     others = [r.results for r in loaded.runs if r.results.run_id != results.run_id]
     update = pareto_update(results, others, tracks=config.tracks)
-    body = render_pareto(update, results, key=run["run_id"], others=others)
+    chart = _chart(s, run, report, results, others)
+    body = render_pareto(update, results, key=run["run_id"], others=others, chart=chart)
     from bot.actions import UpsertComment
     from bot.executor import Executor
 
@@ -261,7 +289,7 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
         s.upsert_comment(run, body)
         s.states.mark(report, "comment_final")
     if results is not None and not report.has("pareto"):
-        _pareto(s, run, results)
+        _pareto(s, run, report, results)
         s.states.mark(report, "pareto")
     if not report.has("check_done") and (report.has("check_started") or outcome != "refused"):
         summary = _check_summary(run, report, results)

@@ -122,10 +122,14 @@ def test_one_true_sticky_comment_and_credit(lab_factory, ray_head: str, tmp_path
     assert "| succeeded |" in body and "| running |" not in body
     assert "Pareto update" in body and "vs current record" in body and "record-run" in body
     assert "Compared with 1 run of the leaderboard." in body
+    chart = "experiments/speedrun/engine_notes/pareto.svg"
+    assert f"![BPB vs FLOPs: this run against the frontier](http://sandbox.invalid/{LAB}/blob/engine-notes/{chart}" \
+        f"?raw=true)" in body
 
     # The credit: from the issue form, not the PR's file; the leaderboard shows it.
     files = d.repo_state(LAB)["files"]["engine-notes"]
     committed = loads_results(files["experiments/speedrun/engine_notes/results.json"])
+    assert files[chart].startswith("<?xml") and "BPB vs FLOPs" in files[chart] and "record-run" not in files[chart]
     assert committed.author is not None and committed.author.name == "Ada Lovelace"
     assert committed.author.affiliation == "Analytical Engines" and committed.author.url == "https://example.org/ada"
     assert committed.description == "Notes on the analytical engine, as a speedrun."
