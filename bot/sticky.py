@@ -25,6 +25,7 @@ from bot.render import marker, render
 STICKY_KIND = "pr"
 SECTION_KINDS = frozenset({"plan", "run", "pareto"})
 NOTICE_KEY = "notice"
+HEAD_KEY = "head"  # the PR head SHA last seen by a pull-request or command handler (not shown)
 MAX_DETAILED_RUNS = 5
 ICONS = {"queued": "⏳", "running": "🚀", "succeeded": "✅", "failed": "❌", "cancelled": "🚫", "refused": "🚫"}
 _MARK = re.compile(r"<!-- openlab:([a-z_]+):([^ ]+) -->")
@@ -111,7 +112,11 @@ def compose(ledger: Ledger, repo: str, number: int, *, head_sha: str | None = No
     parts = sections(ledger, repo, number)
     runs = ledger.runs(repo, number)
     approvals = ledger.approvals(repo, number)
-    if head_sha is None:
+    if head_sha is not None:
+        save_section(ledger, repo, number, HEAD_KEY, str(number), head_sha)  # for writers that do not know it
+    elif f"{HEAD_KEY}:{number}" in parts:
+        head_sha = parts[f"{HEAD_KEY}:{number}"].split("\n", 1)[-1].strip()
+    else:
         head_sha = runs[-1]["sha"] if runs else (approvals[-1]["sha"] if approvals else None)
     current = [a for a in approvals if a["sha"] == head_sha]
     approval = current[-1] if current else None
