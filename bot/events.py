@@ -57,6 +57,7 @@ class Issue(_M):
     title: str
     body: str | None = None
     user: User
+    html_url: str | None = None
     state: str = "open"
     labels: list[Label] = Field(default_factory=list)
     pull_request: IssuePRLink | None = None

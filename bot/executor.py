@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
-from markupsafe import Markup
-
 from bot import actions as A
+from bot import sticky
 from bot.escape import truncate_body
 from bot.github import GitHubClient
 from bot.ledger import ACTIVE_RUN_STATES, Ledger, check_runs, comments
-from bot.render import marker, render_comment
+from bot.render import marker
 
 log = logging.getLogger("openlab.bot")
 
@@ -51,20 +50,33 @@ class Executor:
 
     # -- GitHub ------------------------------------------------------------------------------------------------
     def _upsert_comment(self, a: A.UpsertComment) -> None:
-        key = f"{a.kind}:{a.key}"
-        mark = marker(a.kind, a.key)
-        body = a.body if a.body.startswith(mark) else f"{mark}\n{a.body}"
-        body = truncate_body(body)
-        where = {"repo": a.repo, "issue_number": a.issue_number, "key": key}
-        cid = self.ledger.object_id(comments, **where)
-        if cid is not None and self.gh.update_comment(a.repo, cid, body) is not None:
+        if a.kind in sticky.SECTION_KINDS:
+            # A part of the PR's one sticky comment: stored, then the whole comment is recomposed.
+            sticky.save_section(self.ledger, a.repo, a.issue_number, a.kind, a.key, a.body)
+            self._write_sticky(a.repo, a.issue_number)
             return
-        for c in self.gh.issue_comments(a.repo, a.issue_number):
+        self._write_comment(a.repo, a.issue_number, a.kind, a.key, a.body)
+
+    def _write_sticky(self, repo: str, number: int, head_sha: str | None = None,
+                      approval_label: str = "approved-to-run") -> None:
+        body = sticky.compose(self.ledger, repo, number, head_sha=head_sha, approval_label=approval_label)
+        self._write_comment(repo, number, sticky.STICKY_KIND, str(number), body)
+
+    def _write_comment(self, repo: str, number: int, kind: str, key_: str, text: str) -> None:
+        key = f"{kind}:{key_}"
+        mark = marker(kind, key_)
+        body = text if text.startswith(mark) else f"{mark}\n{text}"
+        body = truncate_body(body)
+        where = {"repo": repo, "issue_number": number, "key": key}
+        cid = self.ledger.object_id(comments, **where)
+        if cid is not None and self.gh.update_comment(repo, cid, body) is not None:
+            return
+        for c in self.gh.issue_comments(repo, number):
             if (c.get("body") or "").startswith(mark) and c["user"]["login"].lower() == self.bot_login.lower():
-                self.gh.update_comment(a.repo, c["id"], body)
+                self.gh.update_comment(repo, c["id"], body)
                 self.ledger.remember_object(comments, c["id"], **where)
                 return
-        created = self.gh.create_comment(a.repo, a.issue_number, body)
+        created = self.gh.create_comment(repo, number, body)
         self.ledger.remember_object(comments, created["id"], **where)
 
     def _add_labels(self, a: A.AddLabels) -> None:
@@ -137,13 +149,8 @@ class Executor:
             self.dispatcher.cancel(run, a.reason)
 
     def _sync_runs_comment(self, a: A.SyncRunsComment) -> None:
-        approvals = [x for x in self.ledger.approvals(a.repo, a.pr) if x["sha"] == a.head_sha]
-        approval = ({"sha": approvals[-1]["sha"], "by": approvals[-1]["approved_by"], "via": approvals[-1]["via"]}
-                    if approvals else None)
-        runs = self.ledger.runs(a.repo, a.pr)[-30:]
-        body = render_comment("runs", str(a.pr), notice=Markup(a.notice) if a.notice else None, approval=approval,
-                              runs=runs, approval_label=a.approval_label)
-        self._upsert_comment(A.UpsertComment(repo=a.repo, issue_number=a.pr, kind="runs", key=str(a.pr), body=body))
+        sticky.save_notice(self.ledger, a.repo, a.pr, a.notice)
+        self._write_sticky(a.repo, a.pr, head_sha=a.head_sha, approval_label=a.approval_label)
 
 
 class ActionError(Exception):

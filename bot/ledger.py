@@ -128,6 +128,15 @@ comments = Table(
     Column("key", String(200), primary_key=True),
     Column("comment_id", Integer, nullable=False),
 )
+# Sections of the one sticky PR comment (bot/sticky.py): each writer stores its part, the comment is recomposed.
+comment_sections = Table(
+    "comment_sections", metadata,
+    Column("repo", String(200), primary_key=True),
+    Column("issue_number", Integer, primary_key=True),
+    Column("key", String(200), primary_key=True),
+    Column("body", Text, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
 check_runs = Table(
     "check_runs", metadata,
     Column("repo", String(200), primary_key=True),

@@ -11,6 +11,8 @@ from typing import Any
 
 from bot.forms import Form
 from bot.repo_config import RepoConfig
+from runner.config import Author
+from runner.schema import Results
 
 _NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(?:flops?)?\s*$", re.IGNORECASE)
 _ISSUE_REF = re.compile(r"#(\d+)")
@@ -96,3 +98,30 @@ def check(form: Form, values: dict[str, Any], missing: list[str], config: RepoCo
 
 def _label(form: Form, field_id: str) -> str:
     return next((f.label for f in form.fields if f.id == field_id), field_id)
+
+
+def credit(results: Results, prereg: dict[str, Any] | None, *, issue: int | None, pr: int) -> Results:
+    """The run's results with author, affiliation, description and issue link from the preregistration.
+
+    Only trusted sources count: the issue form's answers and GitHub's record of who opened it (the ledger's
+    preregistration row), the PR number the bot dispatched. What the PR's own experiment file declared about its
+    author is not credit (anyone can write any name there), so without a preregistration the author is cleared.
+    """
+    fields: dict[str, Any] = dict((prereg or {}).get("fields") or {})
+    name = _text(fields.get("author")) or _text(fields.get("opened_by"))
+    url = _text(fields.get("url"))
+    author = Author(name=name, affiliation=_text(fields.get("affiliation")),
+                    url=url if url and re.match(r"^https?://\S+$", url) else None) if name else None
+    description = _text(fields.get("description")) or _text(fields.get("hypothesis")) or _text(
+        (prereg or {}).get("title")) or ""
+    provenance = results.provenance.model_copy(update={
+        "issue": issue, "pr": pr, "issue_url": _text(fields.get("issue_url")) if prereg else None})
+    return results.model_copy(update={"author": author, "description": description[:2000],
+                                      "provenance": provenance})
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value)
+    text = str(value).strip() if value is not None else ""
+    return text or None

@@ -20,10 +20,14 @@ import logging
 import threading
 import time
 from typing import Any
+from urllib.parse import quote
+
+from markupsafe import Markup
 
 from bot.dispatch import RayDispatcher, RunServices, execution_page_url
 from bot.github import GitHubError
 from bot.jobs import BackendUnavailable, JobInfo, JobState
+from bot.preregistration import credit
 from bot.publish import PushRefused
 from bot.results_io import RunOutputError, attest_results, read_outputs
 from bot.run_report import loss_points, render_pareto, render_run_comment
@@ -171,8 +175,12 @@ class Reconciler:
             report.outcome, report.reason = "failed", f"the job succeeded but its results are unusable: {err}"
             report.log_tail = self.s.backend.logs_tail(run["run_id"]) or None
             return
+        # Credit from the preregistration (the issue form and GitHub), never from what the PR's code wrote.
+        issue = report.preregistration
+        prereg = self.s.ledger.preregistration(run["repo"], issue) if issue else None
+        credited = credit(out.results, prereg, issue=issue, pr=run["pr"])
         results, unsigned = attest_results(
-            out.results, run_id=run["run_id"], sha=run["sha"], started_at=info.started_at,
+            credited, run_id=run["run_id"], sha=run["sha"], started_at=info.started_at,
             finished_at=info.finished_at, private_pem=self.s.signing_key,
         )
         attested_url = store.join(prefix, "attested", run["run_id"], "results.json")
@@ -221,7 +229,31 @@ def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
             report.commit_note = f"📎 The branch refused the commit ({err}), so the results are attached. {how}"
 
 
-def _pareto(s: RunServices, run: dict[str, Any], results: Results) -> None:
+def _chart(s: RunServices, run: dict[str, Any], report: RunReport, results: Results,
+           others: list[Results]) -> Markup | None:
+    """Commit the BPB-vs-FLOPs chart beside the committed results; its image link for the comment, or None."""
+    from bot.chart import CHART_NAME, pareto_svg
+    from bot.run_report import link
+
+    if not report.committed_path:
+        return None  # attached, not committed: no public place for the image
+    pull = s.gh(run).get_pull(run["repo"], run["pr"])
+    head = pull.get("head") or {}
+    repo, branch, web = (head.get("repo") or {}).get("full_name"), head.get("ref"), (head.get("repo") or {}).get(
+        "html_url")
+    if not repo or not branch or not web:
+        return None
+    path = f"{report.committed_path.rsplit('/', 1)[0]}/{CHART_NAME}"
+    try:
+        s.publisher(run).commit_file(repo, branch, path, pareto_svg(results, others),
+                                     f"openlab: BPB-vs-FLOPs chart of run {run['run_id']}")
+    except PushRefused:
+        return None
+    image = link("BPB vs FLOPs: this run against the frontier", f"{web}/blob/{quote(branch)}/{path}?raw=true")
+    return Markup("!") + image if image else None
+
+
+def _pareto(s: RunServices, run: dict[str, Any], report: RunReport, results: Results) -> None:
     from leaderboard.frontier import pareto_update
     from leaderboard.load import load_runs
 
@@ -229,7 +261,8 @@ def _pareto(s: RunServices, run: dict[str, Any], results: Results) -> None:
     loaded = load_runs(s.leaderboard_results)
     others = [r.results for r in loaded.runs if r.results.run_id != results.run_id]
     update = pareto_update(results, others, tracks=config.tracks)
-    body = render_pareto(update, results, key=run["run_id"], compared=len(others), source=s.leaderboard_results)
+    chart = _chart(s, run, report, results, others)
+    body = render_pareto(update, results, key=run["run_id"], others=others, chart=chart)
     from bot.actions import UpsertComment
     from bot.executor import Executor
 
@@ -241,6 +274,10 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
     """Publish every milestone of a decided outcome that is not published yet (each exactly once)."""
     outcome = report.outcome or "failed"
     results = Results.model_validate(report.results) if report.results and outcome == "succeeded" else None
+    if run["status"] != outcome:
+        # The ledger first: the sticky comment, the check run and the reports index all read this row.
+        s.ledger.set_run_status(run["run_id"], outcome, report.reason)
+        run = {**run, "status": outcome}
     if results is not None and not report.has("committed"):
         _commit(s, run, report, results)
         s.states.mark(report, "committed")
@@ -252,7 +289,7 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
         s.upsert_comment(run, body)
         s.states.mark(report, "comment_final")
     if results is not None and not report.has("pareto"):
-        _pareto(s, run, results)
+        _pareto(s, run, report, results)
         s.states.mark(report, "pareto")
     if not report.has("check_done") and (report.has("check_started") or outcome != "refused"):
         summary = _check_summary(run, report, results)
@@ -263,8 +300,6 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
             details_url=report.dashboard_url or report.wandb_url,
         )
         s.states.mark(report, "check_done")
-    if run["status"] != ("succeeded" if outcome == "succeeded" else outcome):
-        s.ledger.set_run_status(run["run_id"], outcome if outcome != "succeeded" else "succeeded", report.reason)
     report.phase = "done"
     s.states.save(report)
 

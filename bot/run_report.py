@@ -161,9 +161,17 @@ def _refs(refs: list[RunRef], more: int = 0) -> Markup | None:
     return Markup(", ".join(parts) + (f" and {extra} more" if extra > 0 else ""))
 
 
-def render_pareto(update: ParetoUpdate, results: Results, *, key: str, compared: int, source: str) -> str:
+def render_pareto(update: ParetoUpdate, results: Results, *, key: str, others: list[Results],
+                  chart: Markup | None = None) -> str:
+    """The Pareto part of the sticky comment, with the BPB delta against the current record (the best BPB of the
+    leaderboard, any FLOPs). No path of the bot's machine appears: only counts and run names."""
     names = {t.track_id: t.track_name for t in update.tracks}
     bpb_track = update.bpb_track
+    record = min(others, key=lambda r: (r.bpb, r.run_id), default=None)
+    delta = None
+    if record is not None:
+        delta = {"value": f"{results.bpb - record.bpb:+.4f}", "better": results.bpb < record.bpb,
+                 "name": cell(record.name, 100), "bpb": f"{record.bpb:.4f}", "flops": fmt_flops(record.model_flops)}
     return render_comment(
         "pareto", key,
         run_id=key, name=cell(results.name, 100), on_frontier=update.on_frontier,
@@ -173,5 +181,5 @@ def render_pareto(update: ParetoUpdate, results: Results, *, key: str, compared:
         tracks=[{"name": cell(names.get(t.track_id, t.track_id)), "rank": t.rank, "of": t.of} for t in update.tracks],
         beats=_refs(update.beats, update.beats_count - len(update.beats)), beats_count=update.beats_count,
         displaced=_refs(update.displaced), dominated_by=_refs(update.dominated_by),
-        compared=compared, source=source,
+        compared=len(others), record=delta, chart=chart,
     )

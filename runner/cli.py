@@ -23,8 +23,44 @@ class UserError(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
+# `openlab --help` lists commands by who uses them; a command not named here (a new plugin) goes under "other".
+HELP_GROUPS: dict[str, tuple[str, ...]] = {
+    "For researchers": ("train", "flops", "plan", "run", "submit", "status", "cancel", "leaderboard", "browse",
+                        "reports", "demo"),
+    "For operators (the bot, the cluster, the keys)": ("serve", "event", "reconcile", "sandbox", "keygen",
+                                                       "config-reference"),
+}
+
+
 class OpenlabGroup(click.Group):
-    """A click group that turns OpenlabError into one clean line instead of a traceback."""
+    """A click group that turns OpenlabError into one clean line instead of a traceback, lists its commands
+    grouped for researchers and operators, and answers an unknown command with the nearest known one."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        names = [n for n in self.list_commands(ctx) if not (c := self.get_command(ctx, n)) or not c.hidden]
+        placed: set[str] = set()
+        limit = 120  # write_dl wraps; a first sentence cut mid-way says less than two lines
+        for title, members in [*HELP_GROUPS.items(), ("Other", tuple(names))]:
+            rows = []
+            for name in members:
+                cmd = self.get_command(ctx, name)
+                if cmd is None or name in placed or cmd.hidden:
+                    continue
+                placed.add(name)
+                rows.append((name, cmd.get_short_help_str(limit)))
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):  # type: ignore[no-untyped-def]
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            near = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = f" (did you mean `openlab {near[0]}`?)" if near else ""
+            ctx.fail(f"no such command {name!r}{hint}; `openlab --help` lists them")
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
         try:

@@ -8,8 +8,10 @@ hidden_dim 128``.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -213,14 +215,42 @@ def fingerprint(obj: Any) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-def format_validation_error(err: ValidationError, source: str) -> str:
-    """One line per problem, each naming the dotted field path."""
+def _known_keys(model: type[BaseModel] | None, path: tuple[Any, ...]) -> list[str]:
+    """The field names (and aliases) of the model reached by following ``path`` from ``model``."""
+    for part in path:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return []
+        model = _model_in(field.annotation)
+    return [n for name, f in model.model_fields.items() for n in (name, f.alias) if n] if model else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):  # Optional[M], list[M], dict[str, M]
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def format_validation_error(err: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
+    """One line per problem, each naming the dotted field path; an unknown key of ``model`` names the nearest
+    known key ("did you mean ..."), the way a typo such as ``hiden_dim`` is usually meant."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"])
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
+            near = difflib.get_close_matches(str(e["loc"][-1]), _known_keys(model, tuple(e["loc"][:-1])), n=1)
+            if near:
+                msg += f" (did you mean `{near[0]}`?)"
         # Model-level validators name their field as "field: problem"; fold it into the dotted path.
         head, sep, rest = msg.partition(": ")
         if sep and head.replace("_", "").replace(".", "").isalnum() and " " not in head:
@@ -235,7 +265,7 @@ def parse_config(data: Any, source: str = "config") -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(format_validation_error(err, source)) from None
+        raise ConfigError(format_validation_error(err, source, RunConfig)) from None
 
 
 def load_config(path: str | Path) -> RunConfig:

@@ -20,6 +20,12 @@ _prefix = click.option(
 _ray = click.option(
     "--ray", "ray_address", default=None, help="Ray address. Default $RAY_ADDRESS, else embedded local Ray."
 )
+# submit, status and cancel talk to a running cluster's Jobs API: there is no embedded Ray to fall back to.
+_jobs_api = click.option(
+    "--ray", "ray_address", default=None,
+    help="Ray cluster address (its Jobs API). Default $RAY_ADDRESS, else http://127.0.0.1:8265 "
+         "(a local `ray start --head`); nothing is started for you.",
+)
 
 
 @click.command()
@@ -105,7 +111,7 @@ def run(
 @click.argument("experiment", type=click.Path(dir_okay=False))
 @click.option("--sha", required=True, help="The commit to run (a checkout of exactly it is shipped).")
 @_prefix
-@_ray
+@_jobs_api
 @click.option("--run-id", default=None, help="Submission id (the bot passes its run id).")
 @click.option("--python", default="python", show_default=True, help="Python on the cluster.")
 def submit(
@@ -120,7 +126,7 @@ def submit(
 
 @click.command()
 @click.argument("run_id", required=False)
-@_ray
+@_jobs_api
 @click.option("--logs", "show_logs", is_flag=True, help="Print the job's logs to stderr too.")
 @click.option("--json", "as_json", is_flag=True, help="Without RUN_ID: print the active runs as JSON.")
 def status(run_id: str | None, ray_address: str | None, show_logs: bool, as_json: bool) -> None:
@@ -165,7 +171,7 @@ def _list_active(jobs: list, dashboard: str, as_json: bool) -> None:  # type: ig
 
 @click.command()
 @click.argument("run_id")
-@_ray
+@_jobs_api
 def cancel(run_id: str, ray_address: str | None) -> None:
     """Stop the Ray job RUN_ID."""
     from runner.executor import dispatch

@@ -66,6 +66,7 @@ class Provenance(Model):
     finished_at: datetime
     pr: int | None = None
     issue: int | None = None
+    issue_url: str | None = Field(default=None, description="The preregistration issue, set by the bot.")
     execution_url: str | None = None
 
 

@@ -1,10 +1,9 @@
-"""`issue_comment` events: slash commands, with a 👀 on receipt and one reply per command comment."""
+"""`issue_comment` events: slash commands. 👀 on receipt, then 👍 or 😕; a reply only for a failed command
+(or one that answers with text, /help and /status); the rest shows in the PR's sticky comment (bot/sticky.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from markupsafe import Markup
 
 from bot.actions import Action, React, SyncRunsComment, UpsertComment
 from bot.commands import REGISTRY, Context, PullInfo, Result
@@ -66,17 +65,17 @@ def decide(event: IssueCommentEvent, facts: CommentFacts, view: LedgerView) -> l
         results.append(Result("…", False, f"{facts.skipped} more command(s) skipped: at most 10 per comment"))
     if facts.config_error:
         results.append(Result("config", False, f"{facts.config_error} (defaults used)"))
-    shown = [{"command": r.command, "ok": r.ok, "message": r.message,
-              "detail": r.detail if isinstance(r.detail, Markup) or r.detail is None else r.detail}
-             for r in results]
-    actions.append(UpsertComment(repo=ctx.repo, issue_number=ctx.issue_number, kind="reply",
-                                 key=str(event.comment.id), body=render_comment("reply", str(event.comment.id),
-                                                                                results=shown)))
-    if ctx.pull is not None and any(a.type in ("dispatch_run", "cancel_run") for a in actions):
+    # The sticky PR comment shows what a command changed; a reply is posted only for a command that failed or
+    # that answers with text of its own (/help, /status), so a successful `/run` adds no comment.
+    shown = [{"command": r.command, "ok": r.ok, "message": r.message, "detail": r.detail}
+             for r in results if not r.ok or r.detail]
+    if shown:
+        actions.append(UpsertComment(repo=ctx.repo, issue_number=ctx.issue_number, kind="reply",
+                                     key=str(event.comment.id),
+                                     body=render_comment("reply", str(event.comment.id), results=shown)))
+    if ctx.pull is not None and any(a.type in ("dispatch_run", "cancel_run", "record_approval") for a in actions):
         actions.append(SyncRunsComment(repo=ctx.repo, pr=ctx.pull.number, head_sha=ctx.pull.head_sha,
                                        approval_label=ctx.config.approval_label))
-    if any(not r.ok for r in results):
-        actions.append(React(repo=ctx.repo, comment_id=event.comment.id, content="confused"))
-    elif any(a.type == "dispatch_run" for a in actions):
-        actions.append(React(repo=ctx.repo, comment_id=event.comment.id, content="rocket"))
+    failed = any(not r.ok for r in results)
+    actions.append(React(repo=ctx.repo, comment_id=event.comment.id, content="confused" if failed else "+1"))
     return actions

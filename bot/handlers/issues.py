@@ -67,7 +67,9 @@ def decide(event: IssuesEvent, facts: IssueFacts, view: LedgerView) -> list[Acti
     )
     actions: list[Action] = [
         RecordPreregistration(repo=repo, issue_number=issue.number, form=form.name, status=status,
-                              title=issue.title, slug=slug, fields=values, track=checked.track,
+                              title=issue.title, slug=slug, track=checked.track,
+                              # who opened it and where: GitHub's word, carried into the run's results (credit)
+                              fields={**values, "opened_by": issue.user.login, "issue_url": issue.html_url},
                               planned_flops=checked.planned_flops),
         AddLabels(repo=repo, issue_number=issue.number, labels=[add]),
     ]

@@ -56,8 +56,18 @@ def speedrun_body(starter: bool = True) -> str:
 
 
 def bot_comments(thread: dict[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
+    """The bot's comments; with ``kind``, those of that kind, including the sections of the sticky PR comment
+    (``bot.sticky``: plan, runs, run, pareto), each given as ``{**comment, "body": section}``."""
+    from bot.sticky import section_of
+
     out = [c for c in thread["comments"] if c["user"] == "openlab[bot]"]
-    return [c for c in out if c["body"].startswith(f"<!-- openlab:{kind}:")] if kind else out
+    if not kind:
+        return out
+    found = [c for c in out if c["body"].startswith(f"<!-- openlab:{kind}:")]
+    for c in out:
+        if c["body"].startswith("<!-- openlab:pr:") and kind != "pr":
+            found += [{**c, "body": s} for s in section_of(c["body"], kind)]
+    return found
 
 
 def rsa_pair() -> tuple[str, str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.state import SandboxState
+from bot.sticky import section_of
 from tests.bot.helpers import REPO, SECRET, bot_comments, experiment_body, experiment_file, repo_files
 
 
@@ -57,7 +58,7 @@ def test_event_and_plan_report(tmp_path: Path, sandbox: tuple[str, SandboxState]
     t = d.thread(REPO, pr_env["number"])
     [check] = t["check_runs"]
     assert check["conclusion"] == "failure" and check["head_sha"] == head
-    body = [c for c in t["comments"] if c["body"].startswith("<!-- openlab:plan:")][0]["body"]
+    [body] = [s for c in t["comments"] for s in section_of(c["body"], "plan")]  # in the sticky PR comment
     assert "plan output is not a valid Plan" in body
 
     r = _openlab(["event", "issues", str(tmp_path / "missing.json")], tmp_path, env)

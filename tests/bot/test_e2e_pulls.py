@@ -72,7 +72,7 @@ def test_run_by_untrusted_then_trusted(lab: Lab) -> None:
     assert run["status"] == "queued" and run["sha"] == t["head_sha"] and run["requested_by"] == "maintainer"
     [appr] = lab.bot.ledger.approvals(REPO, pr)
     assert appr["sha"] == t["head_sha"] and appr["via"] == "command"
-    assert {"comment_id": cid2, "content": "rocket", "user": "openlab[bot]"} in t["reactions"]
+    assert {"comment_id": cid2, "content": "+1", "user": "openlab[bot]"} in t["reactions"]
     [runs_comment] = bot_comments(t, "runs")
     assert run["run_id"] in runs_comment["body"] and "Approved for" in runs_comment["body"]
 

@@ -49,8 +49,15 @@ def dispatch(lab: Lab, pr: int, attempt: int = 1, user: str = "maintainer") -> d
 
 
 def bot_comments(lab: Lab, pr: int, kind: str) -> list[str]:
-    return [c["body"] for c in lab.driver.thread(LAB, pr)["comments"]
-            if c["user"] == "openlab[bot]" and c["body"].startswith(f"<!-- openlab:{kind}:")]
+    """Bodies of the bot's comments of ``kind``, including the sections of the sticky PR comment (bot.sticky)."""
+    from bot.sticky import section_of
+
+    mine = [c["body"] for c in lab.driver.thread(LAB, pr)["comments"] if c["user"] == "openlab[bot]"]
+    found = [b for b in mine if b.startswith(f"<!-- openlab:{kind}:")]
+    for b in mine:
+        if b.startswith("<!-- openlab:pr:") and kind != "pr":
+            found += section_of(b, kind)
+    return found
 
 
 def checks(lab: Lab, run_id_: str) -> list[dict[str, Any]]:

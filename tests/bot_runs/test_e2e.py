@@ -13,6 +13,7 @@ from runner import attest
 from runner.schema import loads_results
 from tests.bot_runs.conftest import LAB
 from tests.bot_runs.experiments import TINY_SPEEDRUN
+from tests.bot_runs.helpers import bot_comments
 from tests.leaderboard.factory import make_results
 
 pytestmark = pytest.mark.slow
@@ -93,12 +94,11 @@ def test_issue_to_committed_results(lab_factory, ray_head: str, tmp_path: Path) 
     assert final["status"] == "succeeded", lab.services.states.get(run["run_id"])
 
     t = d.thread(LAB, pr)  # the head moved: the bot committed the results
-    comments = {c["body"].split("\n", 1)[0]: c for c in t["comments"] if c["user"] == "openlab[bot]"}
-    run_comment = comments[f"<!-- openlab:run:{run['run_id']} -->"]["body"]
+    [run_comment] = bot_comments(lab, pr, "run")  # sections of the one sticky PR comment
     assert "Results: tiny_e2e" in run_comment and "| val |" in run_comment
     assert "xychart-beta" in run_comment and "Attested" in run_comment, run_comment
     assert "Committed `experiments/speedrun/tiny_e2e/results.json`" in run_comment
-    pareto = comments[f"<!-- openlab:pareto:{run['run_id']} -->"]["body"]
+    [pareto] = bot_comments(lab, pr, "pareto")
     assert "Pareto update" in pareto and "Compared with 2 runs" in pareto
 
     checks = [c for c in lab.state.check_runs.values() if c["name"] == "openlab/run"]
