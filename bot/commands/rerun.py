@@ -16,7 +16,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
     exps, reason = runnable(ctx, NAME, args)
     if reason or ctx.pull is None:
         return Result(NAME, False, reason or "not a pull request")
-    sha = ctx.pull.head_sha
+    sha = ctx.approved_sha or ctx.pull.head_sha
     actions: list = [RecordApproval(repo=ctx.repo, pr=ctx.pull.number, sha=sha, approved_by=ctx.sender, via="command")]
     for e in exps:
         attempt = 1 + max((r["attempt"] for r in ctx.runs if r["sha"] == sha and r["experiment"] == e.path), default=0)

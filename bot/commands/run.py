@@ -21,6 +21,8 @@ def runnable(ctx: Context, name: str, args: tuple[str, ...]) -> tuple[list[Exper
         return [], ctx.trust_reason
     if pull.state != "open":
         return [], "the pull request is closed"
+    if ctx.bind_problem:
+        return [], ctx.bind_problem
     exps = list(pull.experiments)
     if args:
         want = args[0].strip()
@@ -45,7 +47,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
     exps, reason = runnable(ctx, NAME, args)
     if reason or ctx.pull is None:
         return Result(NAME, False, reason or "not a pull request")
-    sha = ctx.pull.head_sha
+    sha = ctx.approved_sha or ctx.pull.head_sha
     actions: list = [RecordApproval(repo=ctx.repo, pr=ctx.pull.number, sha=sha, approved_by=ctx.sender, via="command")]
     started, already = [], []
     for e in exps:
