@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from markupsafe import Markup
+
 
 @dataclass(frozen=True)
 class HeadTimeline:
@@ -63,12 +65,12 @@ def bind_head(tl: HeadTimeline, api_head: str, planned_at: float | None) -> Bind
         moved = [s for s in (*tl.after, api_head) if s != tl.before]
         if not moved:
             return Binding(tl.before)
-        return Binding(None, f"the head moved from `{tl.before[:7]}` (current when you commented) to "
+        return Binding(None, Markup(f"the head moved from `{tl.before[:7]}` (current when you commented) to "
                              f"`{moved[-1][:7]}` after your comment, so nothing was approved; review "
-                             f"`{api_head[:7]}` and comment `/run` again", observed=api_head if tl.found else None)
+                             f"`{api_head[:7]}` and comment `/run` again"), observed=api_head if tl.found else None)
     if tl.found and not [s for s in tl.after if s != api_head] and planned_at is not None \
             and tl.received_at is not None and planned_at < tl.received_at:
         return Binding(api_head)
-    return Binding(None, f"I cannot tell which commit was the head when you commented (no push of this PR "
+    return Binding(None, Markup(f"I cannot tell which commit was the head when you commented (no push of this PR "
                          f"reached me before it); the head is now `{api_head[:7]}`: review it and comment `/run` "
-                         f"again to approve it", observed=api_head if tl.found else None)
+                         f"again to approve it"), observed=api_head if tl.found else None)

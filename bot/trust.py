@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
+from bot.escape import code, untrusted
 from bot.github import PERMISSION_ORDER
 from bot.repo_config import RepoConfig
 
@@ -14,5 +17,6 @@ def decide_trust(user: str, role: str, config: RepoConfig) -> tuple[bool, str]:
     rank = PERMISSION_ORDER.index(role) if role in PERMISSION_ORDER else 0
     if rank >= PERMISSION_ORDER.index(config.min_permission):
         return True, f"{user} has {role} access"
-    return False, (f"{user} has `{role}` access to this repository; starting runs needs `{config.min_permission}`"
-                   " or above, or being listed in `approvers` in .github/openlab.yml")
+    return False, Markup(f"{untrusted(user, 100)} has {code(role)} access to this repository; starting runs needs "
+                         f"{code(config.min_permission)} or above, or being listed in `approvers` in "
+                         "`.github/openlab.yml`")
