@@ -80,6 +80,18 @@ def step_budget(step: PlanStep) -> tuple[StepBudget, list[str]]:
     return StepBudget(step.identity, flops, tokens), problems
 
 
+def overrun(tokens: int, model_flops: float, approved: dict[str, Any] | None) -> str | None:
+    """Why a finished run is over what was approved (the ledger's trusted plan record), or None."""
+    if not approved:
+        return None
+    over = []
+    if approved.get("tokens") and tokens > approved["tokens"]:
+        over.append(f"{tokens:,} tokens against {approved['tokens']:,} approved")
+    if approved.get("model_flops") and model_flops > approved["model_flops"] * (1 + 1e-6):
+        over.append(f"{model_flops:.3g} model FLOPs against {approved['model_flops']:.3g} approved")
+    return "; ".join(over) or None
+
+
 def recompute(plan: Plan) -> TrustedBudget:
     """Trusted totals over every step of the plan (skipped steps included: the plan's `action` is its word too)."""
     steps: list[StepBudget] = []

@@ -118,7 +118,8 @@ def render_run_comment(run: dict[str, Any], report: RunReport, *, status: str, s
             x for x in (link("execution page", report.execution_url), link("Ray job", report.dashboard_url)) if x
         ) or None,
         "provenance": link("experiment record", report.record_url),
-        "notice": notice, "results": _results_ctx(results) if results else None,
+        "notice": notice or (Markup(f"⚠️ **budget_overrun**: {untrusted(report.budget_overrun)}.")
+                             if report.budget_overrun else None), "results": _results_ctx(results) if results else None,
         "curve": None, "failure": None, "log_tail": None, "commit_note": report.commit_note,
         "attachment": fenced(attachment) if attachment else None,
         "attested": False, "signer": "", "attest_note": "",
