@@ -26,7 +26,8 @@ def _problem(path: str, text: str) -> Markup:
 
 def _experiment_view(e: ExperimentFile, outcome: PlanOutcome | None, budget: float,
                      trusted: TrustedBudget | None) -> tuple[dict, list[Markup]]:
-    problems = [_problem(e.path, p) for p in e.problems]
+    # Linking problems are the bot's own sentences (naming rules from the repo config), so only the path is escaped.
+    problems = [code(e.path) + Markup(": ") + Markup(p) for p in e.problems]
     view: dict = {"path": e.path, "issue": e.issue, "error": None, "steps": [], "warnings": []}
     if outcome is None:
         view["error"] = "not planned" if not e.problems else "fix the file name first"
