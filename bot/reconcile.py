@@ -176,6 +176,7 @@ class Reconciler:
         results, unsigned = attest_results(
             out.results, run_id=run["run_id"], sha=run["sha"], started_at=info.started_at,
             finished_at=info.finished_at, private_pem=self.s.signing_key,
+            path=results_path(run["experiment"], self.s.repo_config(run).experiments_dir),
         )
         attested_url = store.join(prefix, "attested", run["run_id"], "results.json")
         store.atomic_write_text(attested_url, dumps_results(results))
