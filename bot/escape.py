@@ -6,7 +6,8 @@ names, results fields, job logs, usernames, issue bodies. Posted as the bot it m
 - inject HTML (``<script>``, ``<img>``, ``<details>``): ``& < > "`` are escaped;
 - ping people or cross-reference issues (``@user``, ``#12``): a zero-width space breaks the reference;
 - smuggle a hidden marker (``<!-- openlab:... -->``) that makes a comment look like one of ours;
-- render images or links (``![x](y)``, ``[x](y)``, ``<https://...>``): brackets are backslash-escaped;
+- render images or links (``![x](y)``, ``[x](y)``, ``<https://...>``): brackets are backslash-escaped, ``<``
+  is an entity;
 - break out of the code span or table cell it sits in: a code span's fence is longer than any backtick run inside.
 
 Which function: :func:`untrusted` for running text, :func:`code` for a name or path shown as code, :func:`fenced`
@@ -25,7 +26,9 @@ MAX_BODY = 60_000
 _ZWSP = "\u200b"
 _MENTION = re.compile(r"(?<![\w.])@(?=[A-Za-z0-9])")
 _REF = re.compile(r"(?<![\w&])#(?=\d)")
-_MD_SPECIAL = re.compile(r"([\\`\[\]|])")
+# Backticks stay: bot sentences wrap untrusted parts in code spans, and a span opened by the text itself holds only
+# text that is already escaped. Names shown as code go through `code`, which the text cannot leave.
+_MD_SPECIAL = re.compile(r"([\\\[\]|])")
 _BACKTICKS = re.compile(r"`+")
 
 
@@ -41,7 +44,7 @@ def _no_refs(s: str) -> str:
 
 
 def untrusted(text: object, limit: int = 2_000) -> str:
-    """Escape one piece of untrusted text for running Markdown: no HTML, mentions, references, links or code."""
+    """Escape one piece of untrusted text for running Markdown: no HTML, mentions, references, links, images."""
     s = _MD_SPECIAL.sub(r"\\\1", _cut(text, limit))
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     return _no_refs(s)
