@@ -84,3 +84,14 @@ def test_push_between_comment_and_processing_is_never_dispatched(slow_lab: SlowL
     [run] = lab.bot.ledger.runs(REPO, pr)
     [approval] = lab.bot.ledger.approvals(REPO, pr)
     assert run["sha"] == approval["sha"] == silent and f"approved `{silent[:7]}`" in _reply(lab, pr, cid)
+
+
+def test_unknown_head_binds_only_to_a_head_planned_before_the_comment() -> None:
+    from bot.approval import HeadTimeline, bind_head
+
+    seen = HeadTimeline(found=True, before=None, after=(), received_at=100.0)
+    assert bind_head(seen, "a" * 40, planned_at=99.0).sha == "a" * 40  # planned (shown on the PR) before
+    late = bind_head(seen, "a" * 40, planned_at=101.0)  # first planned after the comment: cannot tell
+    assert late.sha is None and late.observed == "a" * 40 and "`aaaaaaa`" in (late.problem or "")
+    moved = HeadTimeline(found=True, before=None, after=("b" * 40,), received_at=100.0)
+    assert bind_head(moved, "a" * 40, planned_at=99.0).sha is None  # a push arrived after the comment
