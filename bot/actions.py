@@ -89,6 +89,15 @@ class RecordApproval(_A):
     via: Literal["label", "command"]
 
 
+class RecordObservedHead(_A):
+    """The head read while answering a comment that could not be bound: a later `/run` may approve it."""
+
+    type: Literal["record_observed_head"] = "record_observed_head"
+    pr: int
+    sha: str
+    comment_id: int
+
+
 class RevokeApprovals(_A):
     """Revoke every approval of `pr` whose SHA differs from `keep_sha` (None: revoke all)."""
 
@@ -141,7 +150,7 @@ class SyncRunsComment(_A):
 
 Action = Annotated[
     UpsertComment | AddLabels | RemoveLabel | UpsertCheckRun | React | CreateStarter | RecordPreregistration
-    | RecordApproval | RevokeApprovals | RecordPlan | DispatchRun | CancelRun | SyncRunsComment,
+    | RecordApproval | RecordObservedHead | RevokeApprovals | RecordPlan | DispatchRun | CancelRun | SyncRunsComment,
     Field(discriminator="type"),
 ]
 ACTIONS = TypeAdapter(list[Action])

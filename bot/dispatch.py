@@ -236,6 +236,9 @@ class RayDispatcher:
         }
         if self.s.wandb_entity:
             env["WANDB_ENTITY"] = self.s.wandb_entity
+        planned = self.s.ledger.plan(run["repo"], run["sha"], run["experiment"])
+        if planned and planned.get("tokens"):  # the bot's own count (bot.budget); the trainer refuses more
+            env["OPENLAB_APPROVED_TOKENS"] = str(int(planned["tokens"]))
         return JobSpec(run_id=run["run_id"], repo=run["repo"], pr=run["pr"], sha=run["sha"],
                        experiment=run["experiment"], prefix=self.s.prefix(config), source=source, env=env)
 

@@ -132,6 +132,9 @@ class Executor:
     def _record_approval(self, a: A.RecordApproval) -> None:
         self.ledger.record_approval(a.repo, a.pr, a.sha, a.approved_by, a.via)
 
+    def _record_observed_head(self, a: A.RecordObservedHead) -> None:
+        self.ledger.record_observed_head(a.repo, a.pr, a.sha, a.comment_id)
+
     def _revoke_approvals(self, a: A.RevokeApprovals) -> None:
         self.ledger.revoke_approvals(a.repo, a.pr, a.keep_sha, a.reason)
 

@@ -37,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from bot.approval import HeadTimeline, timeline_mark
 from runner.errors import ConfigError
 
 metadata = MetaData()
@@ -120,6 +121,19 @@ plans = Table(
     Column("tokens", Integer),
     Column("error", Text),
     Column("updated_at", Float, nullable=False),
+)
+# The order in which the bot learnt each PR's head and each command comment (inbox order, not GitHub's clocks,
+# which a committer can forge): an approval by comment binds to the head that was current when it arrived.
+pr_timeline = Table(
+    "pr_timeline", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("seq", Float, nullable=False, index=True),  # inbox seq; an observed head sits at its comment's seq + 0.5
+    Column("repo", String(200), nullable=False),
+    Column("pr", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),  # head | comment | observed
+    Column("sha", String(64)),
+    Column("comment_id", Integer),
+    Column("received_at", Float, nullable=False),
 )
 comments = Table(
     "comments", metadata,
@@ -220,6 +234,23 @@ class Ledger:
             with self.engine.begin() as conn:
                 conn.execute(insert(deliveries), [dict(r, status="queued", attempts=0, actions_done=0,
                                                        not_before=0.0) for r in rows])
+                marks = self._timeline_marks([r for r in rows if r["event"] in ("pull_request", "issue_comment")])
+                if marks:
+                    conn.execute(insert(pr_timeline), marks)
+
+    def _timeline_marks(self, rows: list[Any]) -> list[dict[str, Any]]:
+        if not rows:
+            return []
+        with self.inbox_engine.connect() as conn:
+            payloads = dict(conn.execute(select(inbox.c.seq, inbox.c.payload)
+                                         .where(inbox.c.seq.in_([r["seq"] for r in rows]))).all())
+        marks = []
+        for r in rows:
+            mark = timeline_mark(r["event"], payloads.get(r["seq"], b""))
+            if mark is not None:
+                marks.append({"sha": None, "comment_id": None, **mark, "seq": float(r["seq"]),
+                              "received_at": r["received_at"]})
+        return marks
 
     def next_queued(self) -> Delivery | None:
         self._sync()
@@ -343,6 +374,38 @@ class Ledger:
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(select(approvals).where(cond).order_by(approvals.c.id)).mappings()]
 
+    def record_observed_head(self, repo: str, pr: int, sha: str, comment_id: int) -> None:
+        """The head the bot read while answering ``comment_id``: a later comment may approve it."""
+        cond = ((pr_timeline.c.repo == repo) & (pr_timeline.c.pr == pr) & (pr_timeline.c.kind == "comment")
+                & (pr_timeline.c.comment_id == comment_id))
+        with self.engine.begin() as conn:
+            seq = conn.execute(select(func.max(pr_timeline.c.seq)).where(cond)).scalar_one_or_none()
+            if seq is None:
+                return
+            conn.execute(insert(pr_timeline).values(seq=seq + 0.5, repo=repo, pr=pr, kind="observed", sha=sha,
+                                                    received_at=time.time()))
+
+    def head_timeline(self, repo: str, pr: int, comment_id: int) -> HeadTimeline:
+        """The heads of ``pr`` the bot learnt before and after ``comment_id`` arrived (inbox order)."""
+        cond = (pr_timeline.c.repo == repo) & (pr_timeline.c.pr == pr)
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(pr_timeline).where(cond).order_by(pr_timeline.c.seq, pr_timeline.c.id)
+                                ).mappings().all()
+        at = next((r for r in rows if r["kind"] == "comment" and r["comment_id"] == comment_id), None)
+        if at is None:
+            return HeadTimeline(found=False, before=None, after=(), received_at=None)
+        heads = [r for r in rows if r["kind"] != "comment"]
+        before = [r["sha"] for r in heads if r["seq"] < at["seq"]]
+        after = tuple(r["sha"] for r in heads if r["seq"] > at["seq"])
+        return HeadTimeline(found=True, before=before[-1] if before else None, after=after,
+                            received_at=at["received_at"])
+
+    def planned_at(self, repo: str, sha: str) -> float | None:
+        """When the bot last recorded a plan of any experiment at ``sha`` (None: never)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(func.min(plans.c.updated_at)).where(
+                (plans.c.repo == repo) & (plans.c.sha == sha))).scalar_one_or_none()
+
     def add_run(self, **values: Any) -> bool:
         """Record a run as queued; False if this run id exists (dispatch is idempotent)."""
         now = time.time()
@@ -410,3 +473,9 @@ class LedgerView:
 
     def active_runs_for_installation(self, installation_id: int) -> list[dict[str, Any]]:
         return self._ledger.active_runs_for_installation(installation_id)
+
+    def head_timeline(self, repo: str, pr: int, comment_id: int) -> HeadTimeline:
+        return self._ledger.head_timeline(repo, pr, comment_id)
+
+    def planned_at(self, repo: str, sha: str) -> float | None:
+        return self._ledger.planned_at(repo, sha)

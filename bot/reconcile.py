@@ -24,7 +24,9 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
+from bot.budget import overrun
 from bot.dispatch import RayDispatcher, RunServices, execution_page_url
+from bot.escape import fenced, untrusted
 from bot.github import GitHubError
 from bot.jobs import BackendUnavailable, JobInfo, JobState
 from bot.preregistration import credit
@@ -182,6 +184,7 @@ class Reconciler:
         results, unsigned = attest_results(
             credited, run_id=run["run_id"], sha=run["sha"], started_at=info.started_at,
             finished_at=info.finished_at, private_pem=self.s.signing_key,
+            path=results_path(run["experiment"], self.s.repo_config(run).experiments_dir),
         )
         attested_url = store.join(prefix, "attested", run["run_id"], "results.json")
         store.atomic_write_text(attested_url, dumps_results(results))
@@ -192,6 +195,10 @@ class Reconciler:
             self.s.repo_config(run).site_url, run["run_id"]
         )
         report.metrics = loss_points(out.metrics_text or "")
+        report.budget_overrun = overrun(results.tokens, results.model_flops,
+                                        self.s.ledger.plan(run["repo"], run["sha"], run["experiment"]))
+        if report.budget_overrun:
+            log_event(log, "budget_overrun", level=logging.WARNING, detail=report.budget_overrun)
         report.outcome = "succeeded"
         report.reason = unsigned
 
@@ -293,7 +300,7 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
         s.states.mark(report, "pareto")
     if not report.has("check_done") and (report.has("check_started") or outcome != "refused"):
         summary = _check_summary(run, report, results)
-        text = f"```text\n{report.log_tail}\n```" if report.log_tail and "```" not in report.log_tail else None
+        text = str(fenced(report.log_tail)) if report.log_tail else None
         s.publisher(run).check_run(
             run["repo"], run["run_id"], run["sha"], status="completed", conclusion=CHECK_CONCLUSION[outcome],
             title=f"{outcome}: {run['experiment']}"[:200], summary=summary, text=text,
@@ -305,10 +312,9 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
 
 
 def _check_summary(run: dict[str, Any], report: RunReport, results: Results | None) -> str:
-    from bot.escape import untrusted
-
     if results is not None:
-        return (f"BPB **{results.bpb:.4f}** with {results.model_flops:.3g} model FLOPs "
+        flag = f"⚠️ budget_overrun: {untrusted(report.budget_overrun)}. " if report.budget_overrun else ""
+        return flag + (f"BPB **{results.bpb:.4f}** with {results.model_flops:.3g} model FLOPs "
                 f"({results.params:,} params, {results.tokens:,} tokens). Run `{run['run_id']}`.")
     return untrusted(report.reason or "no reason recorded", 3000)
 

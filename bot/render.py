@@ -14,7 +14,7 @@ import jinja2
 from markupsafe import Markup
 
 import templates
-from bot.escape import untrusted
+from bot.escape import code, untrusted
 
 TEMPLATE_DIR = templates.path("comments")
 
@@ -33,10 +33,12 @@ def _finalize(value: Any) -> Any:
 
 @cache
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), autoescape=False, finalize=_finalize,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
+    env.filters["code"] = code  # `{{ path | code }}`: an untrusted name as a code span it cannot leave
+    return env
 
 
 def render(template: str, **ctx: Any) -> str:

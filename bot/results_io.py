@@ -82,12 +82,13 @@ def read_outputs(prefix: str, run_id: str) -> RunOutputs:
 
 def attest_results(
     results: Results, *, run_id: str, sha: str, started_at: datetime | None, finished_at: datetime | None,
-    private_pem: bytes | None,
+    private_pem: bytes | None, path: str | None = None,
 ) -> tuple[Results, str | None]:
     """Add the scheduler's attestation (signed when a key is configured). Returns (results, note for the PR).
 
-    The attestation states what the scheduler itself knows: it ran ``run_id`` at ``sha`` between those times
-    and the job produced exactly these results. A commit named inside the results' own provenance is the PR
+    The attestation states what the scheduler itself knows: it ran ``run_id`` at ``sha`` between those times,
+    the job produced exactly these results (the signature covers the whole file), and they belong at ``path`` in
+    the repository. A commit named inside the results' own provenance is the PR
     code's claim (e.g. the git state of an installed openlab); a mismatch is reported, not signed away.
     """
     notes = []
@@ -98,7 +99,7 @@ def attest_results(
     att = Attestation(
         run_id=run_id, sha=sha, config_fingerprint=results.provenance.config_fingerprint,
         scheduler_started_at=started_at or results.provenance.started_at,
-        scheduler_finished_at=finished_at or now, signer="unsigned",
+        scheduler_finished_at=finished_at or now, signer="unsigned", path=path,
     )
     out = results.model_copy(update={"attestation": att})
     if not private_pem:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from markupsafe import Markup
 
-from bot.escape import untrusted
+from bot.escape import cell, code, fenced, untrusted
 from bot.render import fmt_flops, render_comment
 from bot.run_state import RunReport
 from leaderboard.frontier import ParetoUpdate, RunRef
@@ -29,26 +28,12 @@ ICONS = {"queued": "⏳", "running": "🚀", "succeeded": "✅", "failed": "❌"
 _SPARK = "▁▂▃▄▅▆▇█"
 
 
-def cell(text: object, limit: int = 200) -> Markup:
-    """Untrusted text made safe for one Markdown table cell (no pipes, no line breaks)."""
-    s = untrusted(text, limit).replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    return Markup(s)
-
-
 def link(label: str, url: str | None) -> Markup | None:
     safe = safe_url(url)
     if not safe:
         return None
     href = safe.replace("(", "%28").replace(")", "%29").replace(" ", "%20").replace("|", "%7C")
     return Markup(f"[{untrusted(label, 80)}]({untrusted(href, 500)})")
-
-
-def fenced(text: str, limit: int = 6_000) -> Markup:
-    """A code fence that the text cannot close: one backtick more than its longest backtick run."""
-    text = text[-limit:]
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return Markup(f"{fence}text\n{text}\n{fence}")
 
 
 def loss_points(metrics_text: str, max_points: int = 40) -> list[list[float]]:
@@ -115,7 +100,7 @@ def _results_ctx(r: Results) -> dict[str, Any]:
         for k, v in r.eval.items()
     ]
     return {
-        "name": cell(r.name, 100), "track": cell(r.track, 60),
+        "name": cell(r.name, 100), "track": code(r.track, 60),
         "rows": [(Markup(a), cell(b)) for a, b in rows], "evals": evals,
     }
 
@@ -133,7 +118,8 @@ def render_run_comment(run: dict[str, Any], report: RunReport, *, status: str, s
             x for x in (link("execution page", report.execution_url), link("Ray job", report.dashboard_url)) if x
         ) or None,
         "provenance": link("experiment record", report.record_url),
-        "notice": notice, "results": _results_ctx(results) if results else None,
+        "notice": notice or (Markup(f"⚠️ **budget_overrun**: {untrusted(report.budget_overrun)}.")
+                             if report.budget_overrun else None), "results": _results_ctx(results) if results else None,
         "curve": None, "failure": None, "log_tail": None, "commit_note": report.commit_note,
         "attachment": fenced(attachment) if attachment else None,
         "attested": False, "signer": "", "attest_note": "",

@@ -60,6 +60,7 @@ class RunReport(BaseModel):
     committed_path: str | None = None
     commit_note: str | None = None
     log_tail: str | None = None
+    budget_overrun: str | None = Field(default=None, description="What the results used beyond the approval.")
 
     def has(self, milestone: str) -> bool:
         return milestone in self.done

@@ -17,6 +17,9 @@ role alone does not trust the user. A pending invitation does not count.
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
+from bot.escape import code, untrusted
 from bot.github import PERMISSION_ORDER, GitHubClient, GitHubError
 from bot.repo_config import RepoConfig
 
@@ -33,8 +36,9 @@ def decide_trust(user: str, role: str, config: RepoConfig, teams: frozenset[str]
     if teams:
         return True, f"{user} is a member of approver team {sorted(teams)[0]}"
     via_teams = " or in `approver_teams`" if config.approver_teams else ""
-    return False, (f"{user} has `{role}` access to this repository; starting runs needs `{config.min_permission}`"
-                   f" or above, or being listed in `approvers`{via_teams} in .github/openlab.yml")
+    return False, Markup(f"{untrusted(user, 100)} has {code(role)} access to this repository; starting runs needs "
+                         f"{code(config.min_permission)} or above, or being listed in `approvers`{via_teams} in "
+                         "`.github/openlab.yml`")
 
 
 def team_ref(entry: str, repo: str) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from typing import Literal
 from urllib.parse import urlparse
 
 from fsspec.core import url_to_fs
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from runner import attest
 from runner.schema import Results, ResultsError, loads_results
@@ -47,6 +47,7 @@ class LoadReport(BaseModel):
     runs: list[LoadedRun]
     warnings: list[str]
     files: int
+    duplicates: dict[str, list[str]] = Field(default_factory=dict, description="run id -> every file claiming it")
 
 
 def safe_url(url: str | None) -> str | None:
@@ -254,8 +255,13 @@ def load_one(
         return None, [f"skipped {url}: cannot read: {err}"]
     warnings = _text_warnings(results, url)
     verification = _verify(results, public_pem)
-    if verification == "invalid":
-        warnings.append(f"{url}: attestation does not verify; shown as self-reported")
+    if verification == "verified" and not attest.at_attested_path(results, url):
+        verification = "invalid"
+        warnings.append(f"{url}: a copy of run {results.run_id!r}, attested at "
+                        f"{results.attestation.path if results.attestation else '?'}; shown as self-reported")
+    elif verification == "invalid":
+        warnings.append(f"{url}: attestation does not verify (the file differs from what the lab signed); "
+                        "shown as self-reported")
     run = LoadedRun(
         results=results,
         source=url,
@@ -267,24 +273,42 @@ def load_one(
 
 
 def duplicate_warning(url: str, run_id: str, first: str) -> str:
-    return f"skipped {url}: duplicate run_id {run_id!r} (first in {first})"
+    return f"skipped {url}: duplicate run_id {run_id!r} (shown: {first})"
+
+
+RANK: dict[str, int] = {"verified": 2, "self-reported": 1, "invalid": 0}
+
+
+def pick_original(candidates: list[tuple[int, str]]) -> int:
+    """Which of several files with one run id to show, given (path order, verification) of each: a verified
+    original beats any unsigned or modified copy wherever it sits; between equals the earlier path wins."""
+    return min(candidates, key=lambda c: (-RANK.get(c[1], 0), c[0]))[0]
 
 
 def load_runs(sources: str | Iterable[str], public_pem: bytes | None = None) -> LoadReport:
-    """Read every results file under ``sources`` (first file wins on a duplicate run id); only warns."""
+    """Read every results file under ``sources``; a duplicated run id shows its original (see
+    :func:`pick_original`) and every other copy is reported in ``warnings`` and ``duplicates``."""
     found, warnings = discover(sources)
-    runs: list[LoadedRun] = []
-    seen: dict[str, str] = {}
+    loaded: list[LoadedRun] = []
     for url, folder, has_metrics in found:
         run, notes = load_one(url, folder, has_metrics, public_pem)
-        if run is not None and run.results.run_id in seen:
-            notes = [duplicate_warning(url, run.results.run_id, seen[run.results.run_id])]
-            run = None
         warnings.extend(notes)
         if run is not None:
-            seen[run.results.run_id] = url
-            runs.append(run)
-    return LoadReport(runs=runs, warnings=warnings, files=len(found))
+            loaded.append(run)
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(loaded):
+        groups.setdefault(run.results.run_id, []).append(i)
+    keep: set[int] = set()
+    duplicates: dict[str, list[str]] = {}
+    for run_id, idx in groups.items():
+        best = pick_original([(i, loaded[i].verification) for i in idx])
+        keep.add(best)
+        if len(idx) > 1:
+            duplicates[run_id] = [loaded[i].source for i in idx]
+            warnings += [duplicate_warning(loaded[i].source, run_id, f"{loaded[best].source}, "
+                                           f"{loaded[best].verification}") for i in idx if i != best]
+    runs = [r for i, r in enumerate(loaded) if i in keep]
+    return LoadReport(runs=runs, warnings=warnings, files=len(found), duplicates=duplicates)
 
 
 def _join(results_url: str, name: str) -> str:

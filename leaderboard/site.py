@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from leaderboard import workers
 from leaderboard.frontier import frontier_of_ordered, in_track, pareto_order, rank_key
-from leaderboard.load import discover, duplicate_warning
+from leaderboard.load import discover, duplicate_warning, pick_original
 from leaderboard.pages import environment, markup_safe, script_json, templates_dir
 from leaderboard.rows import Row
 from leaderboard.scaling import fit_power_law
@@ -86,15 +86,17 @@ def _folder_in_repo(sources: list[str]) -> bool:
 
 
 def _dedupe(rows: list[Row], sources: dict[int, str], warnings: list[str]) -> list[Row]:
-    seen: dict[str, int] = {}
-    keep = []
+    """One row per run id: its original (a verified file beats copies wherever they sit); the rest reported."""
+    groups: dict[str, list[Row]] = {}
     for row in sorted(rows, key=lambda r: r.index):
-        if row.run_id in seen:
-            warnings.append(duplicate_warning(sources[row.index], row.run_id, sources[seen[row.run_id]]))
-            continue
-        seen[row.run_id] = row.index
-        keep.append(row)
-    return keep
+        groups.setdefault(row.run_id, []).append(row)
+    keep = []
+    for run_id, group in groups.items():
+        best = pick_original([(r.index, r.verification) for r in group])
+        keep += [r for r in group if r.index == best]
+        shown = f"{sources[best]}, {next(r.verification for r in group if r.index == best)}"
+        warnings += [duplicate_warning(sources[r.index], run_id, shown) for r in group if r.index != best]
+    return sorted(keep, key=lambda r: r.index)
 
 
 def _rank_tracks(rows: list[Row], tracks: Tracks) -> dict[str, list[Row]]:

@@ -1,7 +1,9 @@
 """Ed25519 attestations: the lab signs results it ran itself; anyone verifies with the committed public key.
 
-The signed bytes are :meth:`runner.schema.Results.signed_payload`, so the bot that signs and the site that
-verifies can never disagree on what was signed. Keys are PEM (private: PKCS#8, public: SubjectPublicKeyInfo).
+The signed bytes are :meth:`runner.schema.Results.signed_payload` (the whole results file but the signature), so
+the bot that signs and the site that verifies can never disagree on what was signed, and no field the site shows
+can be changed in a copy that still verifies. The attestation also names the repository path the bot committed
+the file to: a signed copy at another path is a copy, not the attested run (:func:`at_attested_path`). Keys are PEM (private: PKCS#8, public: SubjectPublicKeyInfo).
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def verify(results: Results, public_pem: bytes) -> bool:
     att = results.attestation
     if att is None or not att.signature:
         return False
+    if att.run_id != results.run_id:
+        return False
     try:
         key = load_public_key(public_pem)
         if att.signer != key_id(key):
@@ -71,3 +75,12 @@ def verify(results: Results, public_pem: bytes) -> bool:
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+def at_attested_path(results: Results, url: str) -> bool:
+    """Whether ``url`` is where the attestation says the file lives (True when it names no path)."""
+    path = results.attestation.path if results.attestation else None
+    if not path:
+        return True
+    u, p = url.replace("\\", "/"), path.strip("/")
+    return u == p or u.endswith("/" + p)

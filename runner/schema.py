@@ -81,6 +81,8 @@ class Attestation(Model):
     signer: str = Field(description="Key id: sha256 of the raw public key, first 16 hex chars.")
     algorithm: Literal["ed25519"] = "ed25519"
     signature: str | None = Field(default=None, description="Base64 Ed25519 signature of signed_payload().")
+    path: str | None = Field(default=None, description=(
+        "Repository path the bot commits this results file to; a signed copy found elsewhere does not verify."))
 
 
 class Results(Model):
@@ -119,15 +121,12 @@ class Results(Model):
         return v
 
     def signed_payload(self) -> bytes:
-        """The exact bytes an attestation signs: the headline, eval, config fingerprint and attestation facts."""
+        """The exact bytes an attestation signs: the whole results file, every field the site or a comment shows
+        (author, affiliation, description, links, config, metrics, provenance...) and the attestation with its
+        run id, SHA and results path; only the signature itself is left out."""
         if self.attestation is None:
             raise ValueError("no attestation to sign")
-        att = self.attestation.model_dump(mode="json", exclude={"signature"})
-        body = {
-            "attestation": att,
-            "headline": self.model_dump(mode="json", include=HEADLINE_KEYS),
-            "eval": {k: v.model_dump(mode="json") for k, v in self.eval.items()},
-        }
+        body = self.model_dump(mode="json", exclude={"attestation": {"signature"}})
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 

@@ -14,6 +14,7 @@ where the device's peak is unknown (CPU). Re-running a finished ``out`` only re-
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -45,6 +46,7 @@ from runner.trainstep import State, abstract_state, build_train_step, init_state
 __all__ = ["Interrupted", "train"]
 
 log = logging.getLogger(__name__)
+APPROVED_TOKENS_VAR = "OPENLAB_APPROVED_TOKENS"
 
 
 class Interrupted(OpenlabError):
@@ -96,8 +98,30 @@ class _Run:
     ckpt: Checkpointer
 
 
+def approved_tokens() -> int | None:
+    """The token count the bot approved for this job (``OPENLAB_APPROVED_TOKENS``, set by the dispatcher)."""
+    raw = os.environ.get(APPROVED_TOKENS_VAR, "").strip()
+    if not raw:
+        return None
+    try:
+        return max(0, int(float(raw)))
+    except ValueError:
+        raise ConfigError(f"{APPROVED_TOKENS_VAR}={raw[:40]!r} is not a token count") from None
+
+
+def check_token_budget(cfg: RunConfig) -> None:
+    """Stop before the first step if the run would train past the approved token count (no partial overrun)."""
+    cap = approved_tokens()
+    if cap is not None and cfg.tokens > cap:
+        raise ConfigError(
+            f"train.steps x train.batch_size x model.seq_len = {cfg.tokens:,} tokens, over the {cap:,} approved "
+            f"for this run ({APPROVED_TOKENS_VAR}); the approved plan must declare this config"
+        )
+
+
 def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool | None = None) -> Results:
     """Train ``cfg``, writing results.json, metrics.jsonl and checkpoints under ``out``; resume if it has one."""
+    check_token_budget(cfg)
     started_at = runinfo.now()
     maybe_initialize_distributed()
     run = _prepare(cfg, Path(out))

@@ -41,6 +41,9 @@ class Context:
     approvals: list[dict[str, Any]]
     runs: list[dict[str, Any]]
     installation_id: int | None
+    # The head a comment approves (bot.approval.bind_head) or why none; None/None on paths with a SHA in the event.
+    approved_sha: str | None = None
+    bind_problem: str | None = None
 
 
 @dataclass

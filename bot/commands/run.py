@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
 from bot.actions import DispatchRun, RecordApproval, run_id
 from bot.commands import Context, Result
+from bot.escape import code
 from bot.linking import ExperimentFile
 
 NAME = "run"
@@ -12,8 +15,14 @@ WHO = "write access or approvers"
 SUMMARY = "approve the current head commit and run its experiments (or only the one named)"
 
 
+def codes(paths: list[str]) -> Markup:
+    return Markup(", ").join(code(p) for p in paths)
+
+
 def runnable(ctx: Context, name: str, args: tuple[str, ...]) -> tuple[list[ExperimentFile], str | None]:
-    """The experiments a run-starting command may start, or the reason it may not (shared with /rerun)."""
+    """The experiments a run-starting command may start, or the reason it may not (shared with /rerun).
+
+    Reasons are Markdown the bot wrote (``Markup``) with every PR-supplied part escaped by `bot.escape`."""
     pull = ctx.pull
     if pull is None:
         return [], "runs start from pull requests; comment on the PR"
@@ -23,20 +32,23 @@ def runnable(ctx: Context, name: str, args: tuple[str, ...]) -> tuple[list[Exper
         return [], "the pull request is closed"
     if pull.draft:
         return [], "the pull request is a draft: mark it ready for review, wait for its plan, then `/run` again"
+    if ctx.bind_problem:
+        return [], ctx.bind_problem
     exps = list(pull.experiments)
     if args:
         want = args[0].strip()
         exps = [e for e in exps if want in (e.path, e.path.rsplit("/", 1)[-1], e.path.rsplit("/", 1)[-1][:-3])]
         if not exps:
-            names = ", ".join(f"`{e.path}`" for e in pull.experiments) or "none"
-            return [], f"no experiment named `{want}` in this PR (experiments: {names})"
+            names = codes([e.path for e in pull.experiments]) or "none"
+            return [], Markup(f"no experiment named {code(want)} in this PR (experiments: {names})")
     if not exps:
-        return [], f"this PR changes no experiment under `{ctx.config.experiments_dir}/`"
+        return [], Markup(f"this PR changes no experiment under {code(ctx.config.experiments_dir + '/')}")
     for e in exps:
         if e.problems:
-            return [], f"`{e.path}`: {e.problems[0]}"
+            return [], Markup(f"{code(e.path)}: {e.problems[0]}")  # the bot's own naming rule
         if e.issue is None or ctx.prereg_status.get(e.issue) != "preregistered":
-            return [], f"`{e.path}`: issue #{e.issue} is not preregistered (label `{ctx.config.preregistered_label}`)"
+            return [], Markup(f"{code(e.path)}: issue #{e.issue} is not preregistered "
+                              f"(label {code(ctx.config.preregistered_label)})")
     active = [r for r in ctx.runs if r["status"] in ("queued", "running")]
     if len(active) + len(exps) > ctx.config.budgets.max_queued_runs_per_pr:
         return [], f"this PR already has {len(active)} active runs (limit {ctx.config.budgets.max_queued_runs_per_pr})"
@@ -47,7 +59,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
     exps, reason = runnable(ctx, NAME, args)
     if reason or ctx.pull is None:
         return Result(NAME, False, reason or "not a pull request")
-    sha = ctx.pull.head_sha
+    sha = ctx.approved_sha or ctx.pull.head_sha
     actions: list = [RecordApproval(repo=ctx.repo, pr=ctx.pull.number, sha=sha, approved_by=ctx.sender, via="command")]
     started, already = [], []
     for e in exps:
@@ -58,7 +70,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
         actions.append(DispatchRun(repo=ctx.repo, run_id=rid, pr=ctx.pull.number, sha=sha, experiment=e.path,
                                    attempt=1, requested_by=ctx.sender, installation_id=ctx.installation_id))
         started.append(e.path)
-    msg = f"approved `{sha[:7]}`; queued " + (", ".join(f"`{p}`" for p in started) or "nothing new")
+    msg = Markup(f"approved {code(sha[:7])}; queued ") + (codes(started) or "nothing new")
     if already:
-        msg += "; already run at this commit: " + ", ".join(f"`{p}`" for p in already) + " (use /rerun)"
+        msg += Markup(f"; already run at this commit: {codes(already)} (use /rerun)")
     return Result(NAME, True, msg, actions=actions)

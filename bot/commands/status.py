@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from markupsafe import Markup
+
 from bot.commands import Context, Result
+from bot.escape import code, untrusted
 
 NAME = "status"
 USAGE = "/status"
@@ -16,9 +19,11 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
     head = ctx.pull.head_sha
     approved = [a for a in ctx.approvals if a["sha"] == head]
     mine = [r for r in ctx.runs]
-    lines = [f"approval for `{head[:7]}`: " + (f"by {approved[0]['approved_by']}" if approved else "none")]
-    lines += [f"- `{r['run_id']}` `{r['experiment']}` at `{r['sha'][:7]}` attempt {r['attempt']}: {r['status']}"
+    lines = [f"approval for {code(head[:7])}: " + (f"by {untrusted(approved[0]['approved_by'], 100)}"
+                                                   if approved else "none")]
+    lines += [f"- {code(r['run_id'])} {code(r['experiment'])} at {code(r['sha'][:7])} attempt {r['attempt']}: "
+              f"{untrusted(r['status'], 20)}"
               for r in mine[-20:]]
     if not mine:
         lines.append("no runs yet")
-    return Result(NAME, True, "current state", detail="\n".join(lines))
+    return Result(NAME, True, "current state", detail=Markup("\n".join(lines)))

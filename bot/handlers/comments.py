@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.actions import Action, React, SyncRunsComment, UpsertComment
+from bot.actions import Action, React, RecordObservedHead, SyncRunsComment, UpsertComment
+from bot.approval import Binding, bind_head
 from bot.commands import REGISTRY, Context, PullInfo, Result
 from bot.commands.parse import find_commands
 from bot.events import IssueCommentEvent
@@ -22,6 +23,7 @@ class CommentFacts:
     invocations: list
     skipped: int
     config_error: str | None
+    binding: Binding | None = None
 
 
 def _ignored(event: IssueCommentEvent, bot_login: str) -> bool:
@@ -41,16 +43,21 @@ def gather(event: IssueCommentEvent, env: Env) -> CommentFacts | None:
     trusted, reason = gather_trust(env.gh, repo, event.sender.login, config)
     pull: PullInfo | None = None
     prereg: dict[int, str] = {}
+    binding: Binding | None = None
     if event.issue.pull_request is not None:
         pull = pull_info(env, repo, env.gh.get_pull(repo, event.issue.number), config)
         prereg = prereg_statuses(env, repo, [e.issue for e in pull.experiments], config)
+        # Read after the PR: a push landing in between then shows up in the timeline or as a moved API head.
+        timeline = env.view.head_timeline(repo, pull.number, event.comment.id)
+        binding = bind_head(timeline, pull.head_sha, env.view.planned_at(repo, pull.head_sha))
     ctx = Context(
         repo=repo, issue_number=event.issue.number, sender=event.sender.login, trusted=trusted, trust_reason=reason,
         config=config, pull=pull, prereg_status=prereg, approvals=env.view.approvals(repo, event.issue.number),
         runs=env.view.runs(repo, event.issue.number),
         installation_id=event.installation.id if event.installation else None,
+        approved_sha=binding.sha if binding else None, bind_problem=binding.problem if binding else None,
     )
-    return CommentFacts(ctx=ctx, invocations=invocations, skipped=skipped, config_error=error)
+    return CommentFacts(ctx=ctx, invocations=invocations, skipped=skipped, config_error=error, binding=binding)
 
 
 def decide(event: IssueCommentEvent, facts: CommentFacts, view: LedgerView) -> list[Action]:
@@ -61,6 +68,11 @@ def decide(event: IssueCommentEvent, facts: CommentFacts, view: LedgerView) -> l
         result = REGISTRY[inv.name].run(inv.args, ctx)
         results.append(result)
         actions.extend(result.actions)
+    binding = facts.binding
+    if binding is not None and binding.observed and ctx.pull is not None and any(
+            inv.name in ("run", "rerun") for inv in facts.invocations):
+        actions.append(RecordObservedHead(repo=ctx.repo, pr=ctx.pull.number, sha=binding.observed,
+                                          comment_id=event.comment.id))
     if facts.skipped:
         results.append(Result("…", False, f"{facts.skipped} more command(s) skipped: at most 10 per comment"))
     if facts.config_error:
