@@ -10,7 +10,6 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from leaderboard.site import BuildOptions, build_site
 from leaderboard.suites import suites
 from leaderboard.tracks import Tracks, default_tracks
 from runner import attest
