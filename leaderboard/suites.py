@@ -1,7 +1,8 @@
 """Scaling suites on the site: one method at several budgets (``runner.speedrun.speedrun_suite``), fitted and ranked.
 
 A suite member's run is named ``<method>__<member>``; the members of a method are fitted with the leaderboard's
-power law (:func:`leaderboard.scaling.fit_power_law`, ``bpb = a * flops^-b + c``). The *slope* is ``b``; the
+power law (:func:`leaderboard.scaling.fit_power_law`, ``bpb = a * flops^-b + c``, vectorised across methods
+by :func:`fit_many`). The *slope* is ``b``; the
 *projection* is the fit's BPB at the reference budget. Uncertainty: with the asymptote ``c`` held at its fitted
 value the model is a straight line in log space, so the slope's standard error and the projection's 95% interval
 come from that line's least-squares covariance (Student t, n-2 degrees of freedom). A method needs three distinct
@@ -18,7 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from leaderboard.scaling import ScalingFit, fit_power_law
+from leaderboard.scaling import ScalingFit
+from runner.stats import t_ppf
 
 SEPARATOR = "__"
 REFERENCE_FLOPS = 1e18
@@ -51,15 +53,71 @@ def uncertainty(fit: ScalingFit, flops: Sequence[float], bpb: Sequence[float], r
     s2 = float(((y - pred) ** 2).sum()) / (n - 2)
     if sxx <= 0:
         return out
-    from scipy.stats import t
-
-    q = float(t.ppf(0.975, n - 2))
+    q = t_ppf(0.975, n - 2)
     out["slope_se"] = math.sqrt(s2 / sxx)
     x0 = math.log(ref)
     se0 = math.sqrt(s2 * (1 / n + (x0 - xm) ** 2 / sxx))
     centre = math.log(fit.a) - fit.b * x0
     out["proj_low"] = fit.c + math.exp(centre - q * se0)
     out["proj_high"] = fit.c + math.exp(centre + q * se0)
+    return out
+
+
+def _sse(lx: np.ndarray, y: np.ndarray, m: np.ndarray, n: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`leaderboard.scaling._line_fit` for many groups and asymptotes at once: ``c`` is (G,) or (G, K);
+    (log a, b, SSE) by the closed-form least-squares line (what ``np.polyfit(deg=1)`` solves)."""
+    extra = c.ndim - 1
+    lx_, y_, m_, n_ = (a.reshape(a.shape[:1] + (1,) * extra + a.shape[1:]) for a in (lx, y, m, n[:, None]))
+    ly = np.where(m_, np.log(np.where(m_, y_ - c[..., None], 1.0)), 0.0)
+    sx, sy = lx_.sum(-1), ly.sum(-1)
+    sxx, sxy = (lx_ * lx_).sum(-1), (lx_ * ly).sum(-1)
+    nn = n_[..., 0]
+    slope = (nn * sxy - sx * sy) / (nn * sxx - sx * sx)
+    intercept = (sy - slope * sx) / nn
+    pred = np.exp(intercept[..., None] + slope[..., None] * lx_) + c[..., None]
+    return intercept, -slope, np.where(m_, (pred - y_) ** 2, 0.0).sum(-1)
+
+
+def fit_many(groups: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[ScalingFit | None]:
+    """:func:`leaderboard.scaling.fit_power_law` on every group at once (the same grid scan of ``c`` and golden-
+    section refinement, vectorised across groups): a thousand suites fit in milliseconds instead of seconds.
+    The tests check it against ``fit_power_law`` group by group."""
+    out: list[ScalingFit | None] = [None] * len(groups)
+    clean = []
+    for i, (f, b) in enumerate(groups):
+        x, y = np.asarray(f, dtype=float), np.asarray(b, dtype=float)
+        ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+        if len(np.unique(x[ok])) >= 3:
+            clean.append((i, x[ok], y[ok]))
+    if not clean:
+        return out
+    width = max(len(x) for _, x, _ in clean)
+    m = np.zeros((len(clean), width), dtype=bool)
+    logx = np.zeros((len(clean), width))
+    y = np.full((len(clean), width), np.inf)
+    for g, (_, xs, ys) in enumerate(clean):
+        m[g, : len(xs)], logx[g, : len(xs)], y[g, : len(xs)] = True, np.log(xs), ys
+    n = m.sum(1).astype(float)
+    lx0 = logx.sum(1) / n
+    lx = np.where(m, logx - lx0[:, None], 0.0)
+    top = np.where(m, y, np.inf).min(1) * (1 - 1e-6)
+    grid = np.linspace(0.0, top, 64).T  # (G, 64), the same points as fit_power_law's grid
+    k = np.argmin(_sse(lx, y, m, n, grid)[2], axis=1)
+    rows = np.arange(len(clean))
+    lo, hi = grid[rows, np.maximum(k - 1, 0)], grid[rows, np.minimum(k + 1, 63)]
+    phi = (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        m1, m2 = hi - phi * (hi - lo), lo + phi * (hi - lo)
+        left = _sse(lx, y, m, n, m1)[2] <= _sse(lx, y, m, n, m2)[2]
+        hi, lo = np.where(left, m2, hi), np.where(left, lo, m1)
+    c = (lo + hi) / 2
+    log_a, b, sse = _sse(lx, y, m, n, c)
+    ym = np.where(m, y, 0.0).sum(1) / n
+    sst = np.where(m, (y - ym[:, None]) ** 2, 0.0).sum(1)
+    for g, (i, xs, _) in enumerate(clean):
+        r2 = 1.0 - sse[g] / sst[g] if sst[g] > 0 else 1.0
+        out[i] = ScalingFit(a=math.exp(log_a[g] + b[g] * lx0[g]), b=float(b[g]), c=float(c[g]), r2=float(r2),
+                            n=len(xs))
     return out
 
 
@@ -70,13 +128,11 @@ def suites(points: Iterable[Point], ref: float = REFERENCE_FLOPS) -> list[dict[s
         if (m := method_of(p.name)) is not None:
             groups[m].append(p)
     out = []
-    for method, members in sorted(groups.items()):
-        if len(members) < 2:
-            continue
-        members.sort(key=lambda p: p.model_flops)
+    shown = [(method, sorted(ms, key=lambda p: p.model_flops)) for method, ms in sorted(groups.items()) if len(ms) >= 2]
+    fits = fit_many([([p.model_flops for p in ms], [p.bpb for p in ms]) for _, ms in shown])
+    for (method, members), fit in zip(shown, fits, strict=True):
         flops = [p.model_flops for p in members]
         bpb = [p.bpb for p in members]
-        fit = fit_power_law(flops, bpb)
         row: dict[str, Any] = {"method": method, "n": len(members), "points": list(zip(flops, bpb, strict=True)),
                                "members": [p.name for p in members], "fit": fit, "slope": None, "projection": None}
         if fit is not None:

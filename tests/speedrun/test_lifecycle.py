@@ -33,6 +33,9 @@ def _verify(lab, pr: int) -> tuple[dict, str]:  # noqa: ANN001 - the bot_runs La
                            for c in d.thread(LAB, pr)["check_runs"]), timeout=120)
     d.comment(LAB, pr, "maintainer", "/verify")
     run = d.wait_for(lambda: next(iter(lab.services.ledger.runs(LAB, pr)), None), timeout=30)
+    # The bot announces the run from its webhook thread; reconcile only after that (as the e2e test does).
+    d.wait_for(lambda: any(f"openlab:run:{run['run_id']}" in c["body"] for c in d.thread(LAB, pr)["comments"]),
+               timeout=60)
     final = lab.reconcile_until(run["run_id"], timeout=400)
     body = next(c["body"] for c in d.thread(LAB, pr)["comments"] if f"openlab:run:{run['run_id']}" in c["body"])
     return final, body
@@ -97,6 +100,8 @@ def test_verify_records_and_a_worse_submission(lab_factory, ray_head: str, tmp_p
     assert "Total: **" in plan and "(within)" in plan, plan
     d.comment(LAB, pr3, "maintainer", "/run")
     run3 = d.wait_for(lambda: next(iter(lab.services.ledger.runs(LAB, pr3)), None), timeout=30)
+    d.wait_for(lambda: any(f"openlab:run:{run3['run_id']}" in c["body"] for c in d.thread(LAB, pr3)["comments"]),
+               timeout=60)
     assert lab.reconcile_until(run3["run_id"], timeout=400)["status"] == "succeeded"
     res = CliRunner().invoke(main, ["leaderboard", "build", "--results", str(lab.prefix / "speedrun" / "**" /
                                     "results.json"), "--out", str(site), "--workers", "1"])

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from leaderboard.suites import suites
@@ -95,3 +96,24 @@ def test_suite_fit_slope_and_interval() -> None:
     assert row["method"] == "m" and row["n"] == 5 and abs(row["slope"] - 0.12) < 0.05
     assert row["proj_low"] < row["projection"] < row["proj_high"] and row["slope_se"] > 0
     assert Tracks(tracks=default_tracks()).tracks
+
+
+def test_fit_many_is_the_scaling_fit() -> None:
+    import random
+
+    from leaderboard.scaling import fit_power_law
+    from leaderboard.suites import fit_many
+
+    rng = random.Random(1)
+    groups: list[tuple[list[float], list[float]]] = [([1.0, 1.0, 2.0], [3.0, 2.0, 1.0])]
+    for _ in range(40):
+        f = [1e12 * 10 ** (j / 2 + rng.random() * 0.1) for j in range(rng.randint(2, 9))]
+        groups.append((f, [rng.uniform(10, 30) * x ** -rng.uniform(0.05, 0.2) + rng.uniform(0, 1.5)
+                           + rng.gauss(0, 0.01) for x in f]))
+    for (f, b), many in zip(groups, fit_many(groups), strict=True):
+        one = fit_power_law(f, b)
+        assert (one is None) == (many is None)
+        if one is not None and many is not None:
+            assert many.n == one.n
+            for k in ("a", "b", "c", "r2"):
+                assert getattr(many, k) == pytest.approx(getattr(one, k), rel=1e-5, abs=1e-9)
