@@ -66,7 +66,8 @@ SUITE_SEPARATOR = "__"
 
 def speedrun_suite(name: str, configs: list[RunConfig], *, version: str = "v1") -> list[Step]:
     """One method at several budgets: a scaling suite, one experiment with one plan (every member and the total
-    FLOPs). Member ``i`` is the speedrun ``<name>__<config.name or i>`` on the shared tokenize step; the site fits
+    FLOPs). Member ``i`` is the step ``speedrun/<name>/<label>`` (label: the config's name, else ``m<i>``) training
+the run ``<name>__<label>`` on the track's shared tokenize step, like ``default_speedrun``; the site fits
     BPB against FLOPs over the members of ``<name>`` (:mod:`leaderboard.suites`)."""
     if len(configs) < 2:
         raise ConfigError(f"speedrun_suite {name!r}: needs at least 2 configs (got {len(configs)})")
@@ -79,6 +80,9 @@ def speedrun_suite(name: str, configs: list[RunConfig], *, version: str = "v1") 
         if label in labels:
             raise ConfigError(f"speedrun_suite {name!r}: config {i}: duplicate member name {label!r}")
         labels.add(label)
-        member = default_speedrun(f"{name}{SUITE_SEPARATOR}{label}", config, version=version)
-        steps += member if not steps else member[1:]
+        tok, fixed = default_speedrun(f"{name}{SUITE_SEPARATOR}{label}", config, version=version)[:2]
+        # `speedrun/<name>/<label>`: a nested step name gives each member its own run id and W&B run.
+        trained = train(f"speedrun/{name}/{label}", fixed.config.run, version=version, resources=fixed.resources)
+        steps += [tok] if not steps else []
+        steps += [trained, speedrun_results(f"speedrun/{name}/{label}/results", trained, version=version)]
     return steps

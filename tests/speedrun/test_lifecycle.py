@@ -96,7 +96,7 @@ def test_verify_records_and_a_worse_submission(lab_factory, ray_head: str, tmp_p
     plan = d.wait_for(lambda: next((c["body"] for c in d.thread(LAB, pr3)["comments"]
                                     if c["body"].startswith("<!-- openlab:plan")), None), timeout=120)
     for m in ("s4", "s12", "s36"):
-        assert f"speedrun/tinysuite__{m}@v1 | train" in plan, plan
+        assert f"speedrun/tinysuite/{m}@v1 | train" in plan, plan
     assert "Total: **" in plan and "(within)" in plan, plan
     d.comment(LAB, pr3, "maintainer", "/run")
     run3 = d.wait_for(lambda: next(iter(lab.services.ledger.runs(LAB, pr3)), None), timeout=30)
