@@ -197,41 +197,56 @@ def _claim(s: RunServices, run: dict[str, Any]) -> float | None:
     return None
 
 
-def build(s: RunServices, run: dict[str, Any], report: RunReport, prefix: str) -> Reproduction:
-    from bot.linking import body_preregistration
+def _attested_seeds(s: RunServices, run: dict[str, Any], report: RunReport,
+                    prefix: str) -> tuple[list[SeedRun], dict[int, str | None], str]:
+    """Each seed of the launch, its results validated and attested (written under ``attested/{run_id}/seed<S>``);
+    (seeds, the commit each seed's provenance names, the speedrun track)."""
     from bot.results_io import attest_results
     from runner.schema import ResultsError, dumps_results, loads_results
 
-    config = s.repo_config(run)
-    pull = s.gh(run).get_pull(run["repo"], run["pr"])
-    issue = report.preregistration or body_preregistration(pull.get("body"))
-    prereg = s.ledger.preregistration(run["repo"], issue) if issue else None
-    affiliation = str((prereg or {}).get("fields", {}).get("affiliation") or "").strip() or None
     seeds: list[SeedRun] = []
     shas: dict[int, str | None] = {}
     track = None
     started = datetime.fromisoformat(report.job_started_at) if report.job_started_at else None
     finished = datetime.fromisoformat(report.job_finished_at) if report.job_finished_at else None
     for seed, data in read_seeds(prefix, run["run_id"]):
-        if data is not None:
-            try:
-                results = loads_results(data, f"seed {seed.seed} results.json")
-            except ResultsError as err:
-                seed.outcome, seed.error = "invalid", str(err)
-                seeds.append(seed)
-                continue
-            attested, _ = attest_results(results, run_id=run["run_id"], sha=run["sha"], started_at=started,
-                                         finished_at=finished, private_pem=s.signing_key)
-            url = store.join(prefix, "attested", run["run_id"], f"seed{seed.seed}", "results.json")
-            store.atomic_write_text(url, dumps_results(attested))
-            track = track or results.track
-            seed = seed.model_copy(update=dict(
-                bpb=results.bpb, model_flops=results.model_flops, run_id=results.run_id, results_url=url,
-                data_fingerprint=results.provenance.data_fingerprint, eval_sets=list(results.eval),
-                wandb_url=results.tracking.wandb_url))
-            shas[seed.seed] = results.provenance.git_sha
-        seeds.append(seed)
-    track = track or "unknown"
+        if data is None:
+            seeds.append(seed)
+            continue
+        try:
+            results = loads_results(data, f"seed {seed.seed} results.json")
+        except ResultsError as err:
+            seeds.append(seed.model_copy(update={"outcome": "invalid", "error": str(err)}))
+            continue
+        attested, _ = attest_results(results, run_id=run["run_id"], sha=run["sha"], started_at=started,
+                                     finished_at=finished, private_pem=s.signing_key)
+        url = store.join(prefix, "attested", run["run_id"], f"seed{seed.seed}", "results.json")
+        store.atomic_write_text(url, dumps_results(attested))
+        track = track or results.track
+        shas[seed.seed] = results.provenance.git_sha
+        seeds.append(seed.model_copy(update=dict(
+            bpb=results.bpb, model_flops=results.model_flops, run_id=results.run_id, results_url=url,
+            data_fingerprint=results.provenance.data_fingerprint, eval_sets=list(results.eval),
+            wandb_url=results.tracking.wandb_url)))
+    return seeds, shas, track or "unknown"
+
+
+def _people(s: RunServices, run: dict[str, Any], report: RunReport) -> tuple[str, str | None]:
+    """(author, affiliation): the PR's author and the preregistration's affiliation, never a results file's."""
+    from bot.linking import body_preregistration
+
+    pull = s.gh(run).get_pull(run["repo"], run["pr"])
+    issue = report.preregistration or body_preregistration(pull.get("body"))
+    prereg = s.ledger.preregistration(run["repo"], issue) if issue else None
+    affiliation = str((prereg or {}).get("fields", {}).get("affiliation") or "").strip() or None
+    return (pull.get("user") or {}).get("login") or "unknown", affiliation
+
+
+def build(s: RunServices, run: dict[str, Any], report: RunReport, prefix: str) -> Reproduction:
+    """The signed aggregate of a finished reproduction: seeds, summary, verdict, integrity, record decision."""
+    config = s.repo_config(run)
+    author, affiliation = _people(s, run, report)
+    seeds, shas, track = _attested_seeds(s, run, report, prefix)
     records = [r for r in load_reproductions(prefix) if r.run_id != run["run_id"]]
     problems = integrity_problems(seeds, run["sha"], shas, track, records)
     bpbs = [x.bpb for x in seeds if x.bpb is not None]
@@ -246,15 +261,11 @@ def build(s: RunServices, run: dict[str, Any], report: RunReport, prefix: str) -
         decision = decide_record(bpbs, max(flops), track, records, config.speedrun.p_threshold(track))
     repo_url = f"https://github.com/{run['repo']}"
     links = {"pr": f"{repo_url}/pull/{run['pr']}", "code": f"{repo_url}/tree/{run['sha']}/{run['experiment']}"}
-    if report.execution_url:
-        links["execution"] = report.execution_url
-    if report.wandb_url:
-        links["wandb"] = report.wandb_url
+    links.update({k: v for k, v in (("execution", report.execution_url), ("wandb", report.wandb_url)) if v})
     rep = Reproduction(
         run_id=run["run_id"], repo=run["repo"], pr=run["pr"], sha=run["sha"], experiment=run["experiment"],
-        name=run["experiment"].rsplit("/", 1)[-1].removesuffix(".py"), track=track,
-        author=(pull.get("user") or {}).get("login") or "unknown", affiliation=affiliation,
-        requested_by=run["requested_by"], seeds=seeds, summary=summary,
+        name=run["experiment"].rsplit("/", 1)[-1].removesuffix(".py"), track=track, author=author,
+        affiliation=affiliation, requested_by=run["requested_by"], seeds=seeds, summary=summary,
         model_flops=max(flops) if flops else None, claimed_bpb=claimed, tolerance_bpb=tol, reproduces=reproduces,
         verdict=verdict, problems=problems, record=decision, links=links, created_at=datetime.now(UTC),
     )
