@@ -39,6 +39,14 @@ def discover_reproductions(sources: Iterable[str]) -> tuple[list[Reproduction], 
 
 def history(docs: list[Reproduction], public_pem: bytes | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Per track: ``records`` (accepted, oldest first, with Δ vs the previous) and ``others`` (with reasons)."""
+    key = None
+    if public_pem:
+        from runner.attest import load_public_key
+
+        try:
+            key = load_public_key(public_pem)
+        except ValueError:
+            key = None
     by_track: dict[str, list[Reproduction]] = defaultdict(list)
     for d in docs:
         by_track[d.track].append(d)
@@ -49,7 +57,7 @@ def history(docs: list[Reproduction], public_pem: bytes | None) -> dict[str, dic
         others: list[dict[str, Any]] = []
         prev: Reproduction | None = None
         for r in reps:
-            row = _row(r, public_pem)
+            row = _row(r, key)
             if r.record and r.record.accepted and r.summary:
                 row["delta"] = r.summary.mean - prev.summary.mean if prev and prev.summary else None
                 records.append(row)
@@ -61,7 +69,7 @@ def history(docs: list[Reproduction], public_pem: bytes | None) -> dict[str, dic
     return out
 
 
-def _row(r: Reproduction, public_pem: bytes | None) -> dict[str, Any]:
+def _row(r: Reproduction, key: Any) -> dict[str, Any]:
     s = r.summary
     return {
         "run_id": r.run_id, "date": r.created_at.strftime("%Y-%m-%d"), "updated": r.created_at.isoformat(),
@@ -70,7 +78,7 @@ def _row(r: Reproduction, public_pem: bytes | None) -> dict[str, Any]:
         "n": s.n if s else 0, "seeds": len(r.seeds), "flops": r.model_flops,
         "p": r.record.p_value if r.record else None, "links": {k: v for k, v in r.links.items()
                                                              if v.startswith(("https://", "http://"))},
-        "signed": bool(public_pem) and verify_reproduction(r, public_pem),
+        "signed": key is not None and verify_reproduction(r, key),
     }
 
 

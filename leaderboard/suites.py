@@ -149,8 +149,21 @@ def rankings(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dic
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
+PLOT_METHODS = 12
+
+
+def plotted(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every method, or the :data:`PLOT_METHODS` best by projected BPB when there are more (a chart of a thousand
+    curves shows none); each gets its ``color``."""
+    if len(rows) > PLOT_METHODS:
+        rows = sorted((r for r in rows if r["fit"] is not None), key=lambda r: r["projection"])[:PLOT_METHODS]
+    for i, r in enumerate(rows):
+        r["color"] = COLORS[i % len(COLORS)]
+    return rows
+
+
 def plot_svg(rows: list[dict[str, Any]], width: int = 640, height: int = 360) -> str:
-    """All methods' points and fitted curves on one log-log chart (BPB vs model FLOPs)."""
+    """The given methods' points and fitted curves on one log-log chart (BPB vs model FLOPs)."""
     pts = [p for r in rows for p in r["points"]]
     if not pts:
         return ""
@@ -171,12 +184,13 @@ def plot_svg(rows: list[dict[str, Any]], width: int = 640, height: int = 360) ->
              f'<rect x="{pad}" y="{pad}" width="{width - 2 * pad}" height="{height - 2 * pad}" fill="none" '
              'stroke="currentColor" stroke-opacity="0.3"/>']
     for i, r in enumerate(rows):
-        c = COLORS[i % len(COLORS)]
+        c = r.get("color", COLORS[i % len(COLORS)])
         fit: ScalingFit | None = r["fit"]
         if fit is not None:
-            xs = np.linspace(10**x0, 10**x1, 48) if x1 - x0 < 1 else np.logspace(x0, x1, 48)
-            line = " ".join(f"{sx(float(x)):.1f},{sy(fit.predict(float(x))):.1f}" for x in xs
-                            if fit.predict(float(x)) > 0 and y0 <= math.log10(fit.predict(float(x))) <= y1)
+            xs = np.logspace(x0, x1, 48)
+            ys = fit.a * xs ** (-fit.b) + fit.c
+            keep = (ys > 0) & (np.log10(np.maximum(ys, 1e-300)) >= y0) & (np.log10(np.maximum(ys, 1e-300)) <= y1)
+            line = " ".join(f"{sx(float(x)):.1f},{sy(float(y)):.1f}" for x, y in zip(xs[keep], ys[keep], strict=True))
             parts.append(f'<polyline class="curve" data-method="{i}" fill="none" stroke="{c}" points="{line}"/>')
         for f, b in r["points"]:
             parts.append(f'<circle cx="{sx(f):.1f}" cy="{sy(b):.1f}" r="3" fill="{c}"/>')
@@ -194,9 +208,9 @@ def write_suites(out_dir: Any, points: Iterable[Point], common: dict[str, Any], 
 
     rows = suites(points, ref)
     by_proj, by_slope = rankings(rows)
-    for i, r in enumerate(rows):
-        r["color"] = COLORS[i % len(COLORS)]
+    shown = plotted(rows)
     html = environment().get_template("suites.html.j2").render(
-        **common, root="", rows=rows, by_proj=by_proj, by_slope=by_slope, ref=ref, plot=Markup(plot_svg(rows)))
+        **common, root="", rows=rows, shown=shown, by_proj=by_proj, by_slope=by_slope, ref=ref,
+        plot=Markup(plot_svg(shown)))
     (out_dir / "suites.html").write_text(html)
     return len(rows)

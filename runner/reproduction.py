@@ -16,9 +16,9 @@ reads: per-seed BPB, their mean, std and 95% t-interval, whether the claim repro
 from __future__ import annotations
 
 import base64
-import json
 import os
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -167,8 +167,8 @@ class Reproduction(BaseModel):
         return [s.bpb for s in self.seeds if s.bpb is not None]
 
     def signed_payload(self) -> bytes:
-        body = self.model_dump(mode="json", exclude={"signature"})
-        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        """Everything but the signature, as pydantic's JSON (fields in schema order: canonical for one schema)."""
+        return self.model_copy(update={"signature": None}).model_dump_json().encode()
 
 
 def sign_reproduction(rep: Reproduction, private_pem: bytes) -> Reproduction:
@@ -180,7 +180,8 @@ def sign_reproduction(rep: Reproduction, private_pem: bytes) -> Reproduction:
     return unsigned.model_copy(update={"signature": base64.b64encode(key.sign(unsigned.signed_payload())).decode()})
 
 
-def verify_reproduction(rep: Reproduction, public_pem: bytes) -> bool:
+def verify_reproduction(rep: Reproduction, public_pem: bytes | Any) -> bool:
+    """True only when ``rep`` is signed by this key (PEM bytes, or a loaded public key when checking many)."""
     from cryptography.exceptions import InvalidSignature
 
     from runner.attest import key_id, load_public_key
@@ -188,7 +189,7 @@ def verify_reproduction(rep: Reproduction, public_pem: bytes) -> bool:
     if not rep.signature:
         return False
     try:
-        key = load_public_key(public_pem)
+        key = load_public_key(public_pem) if isinstance(public_pem, bytes) else public_pem
         if rep.signer != key_id(key):
             return False
         key.verify(base64.b64decode(rep.signature, validate=True), rep.signed_payload())
