@@ -130,6 +130,7 @@ class DispatchRun(_A):
     attempt: int = 1
     requested_by: str
     installation_id: int | None = None
+    seeds: list[int] | None = Field(None, description="`/verify`: run the speedrun once per seed (issue 14).")
 
 
 class CancelRun(_A):

@@ -206,6 +206,10 @@ class RayDispatcher:
             return f"the plan of `{run['experiment']}` failed at `{run['sha'][:7]}`: {planned['error']}"
         if planned and planned.get("model_flops") and report.planned_flops is None:
             report.planned_flops = float(planned["model_flops"])
+        from bot.reproductions import budget_problem  # a `/verify` plans N seeds: N x the single run's FLOPs
+
+        if problem := budget_problem(self.s.ledger.engine, run, report, config, planned):
+            return problem
         issue = self._preregistration(run, pull)
         report.preregistration = issue
         prereg = self.s.ledger.preregistration(run["repo"], issue) if issue else None
@@ -239,6 +243,9 @@ class RayDispatcher:
         planned = self.s.ledger.plan(run["repo"], run["sha"], run["experiment"])
         if planned and planned.get("tokens"):  # the bot's own count (bot.budget); the trainer refuses more
             env["OPENLAB_APPROVED_TOKENS"] = str(int(planned["tokens"]))
+        from bot.reproductions import job_env
+
+        env.update(job_env(self.s.ledger.engine, run["run_id"]))
         return JobSpec(run_id=run["run_id"], repo=run["repo"], pr=run["pr"], sha=run["sha"],
                        experiment=run["experiment"], prefix=self.s.prefix(config), source=source, env=env)
 

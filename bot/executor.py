@@ -139,6 +139,10 @@ class Executor:
         self.ledger.revoke_approvals(a.repo, a.pr, a.keep_sha, a.reason)
 
     def _dispatch_run(self, a: A.DispatchRun) -> None:
+        if a.seeds:
+            from bot.reproductions import register
+
+            register(self.ledger.engine, a.run_id, a.seeds)
         self.ledger.add_run(run_id=a.run_id, repo=a.repo, pr=a.pr, sha=a.sha, experiment=a.experiment,
                             attempt=a.attempt, requested_by=a.requested_by, installation_id=a.installation_id)
         run = self.ledger.run(a.run_id)

@@ -279,6 +279,10 @@ def _pareto(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
 
 def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> None:
     """Publish every milestone of a decided outcome that is not published yet (each exactly once)."""
+    from bot.reproductions import publish_reproduction, seeds_of
+
+    if seeds_of(s.ledger.engine, run["run_id"]) and publish_reproduction(s, run, report):
+        return  # `/verify`: the seeds' aggregate was published instead of one run's results
     outcome = report.outcome or "failed"
     results = Results.model_validate(report.results) if report.results and outcome == "succeeded" else None
     if run["status"] != outcome:

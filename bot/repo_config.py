@@ -25,6 +25,28 @@ class Budgets(BaseModel):
     max_queued_runs_per_pr: int = Field(3, ge=1, description="`/run` refuses past this many queued runs on one PR.")
 
 
+class SpeedrunRules(BaseModel):
+    """Reproduction and record rules of speedruns (`/verify`, records per track; README "Speedrun rules")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verify_seeds: int = Field(3, ge=2, le=16, description="Seeds a `/verify` reproduction runs (seeds 0..N-1).")
+    tolerance_bpb: float = Field(0.01, ge=0, description="A claim reproduces when the seeds' mean BPB is within "
+                                 "this (or the 95% interval's half-width, if wider) of the submission's BPB.")
+    record_p_value: float = Field(0.01, gt=0, lt=1, description="A record needs a one-sided Welch p-value below this "
+                                  "against the current record's seeds.")
+    track_tolerance_bpb: dict[str, float] = Field(default_factory=dict, description="Per speedrun track overrides "
+                                                  "of tolerance_bpb.")
+    track_record_p_value: dict[str, float] = Field(default_factory=dict, description="Per speedrun track overrides "
+                                                   "of record_p_value.")
+
+    def tolerance(self, track: str) -> float:
+        return self.track_tolerance_bpb.get(track, self.tolerance_bpb)
+
+    def p_threshold(self, track: str) -> float:
+        return self.track_record_p_value.get(track, self.record_p_value)
+
+
 class RepoConfig(BaseModel):
     """What `.github/openlab.yml` may say; every field has a default."""
 
@@ -50,6 +72,8 @@ class RepoConfig(BaseModel):
     )
     ray_address_env: str = Field("RAY_ADDRESS", description="Name of the variable holding the Ray address on the bot host.")
     experiments_dir: str = Field("experiments", description="Folder of experiment files (expNNN_slug.py, speedrun/<name>/<name>.py).")
+    speedrun: SpeedrunRules = Field(default_factory=SpeedrunRules, description="Reproduction (`/verify`) and record "
+                                    "rules of speedruns.")
 
     @field_validator("tracks", mode="before")
     @classmethod

@@ -61,6 +61,7 @@ def _build(
     title: str,
     workers: int | None,
     quiet: bool = False,
+    reproductions: tuple[str, ...] = (),
 ) -> None:
     from leaderboard.site import BuildOptions, build_site
     from leaderboard.tracks import load_tracks
@@ -79,6 +80,7 @@ def _build(
         repo_url=repo_url,
         site_title=title,
         workers=workers,
+        reproductions=list(reproductions),
     )
     report = build_site(opts)
     if pem is None:
@@ -100,6 +102,8 @@ def leaderboard() -> None:
 @leaderboard.command()
 @_options
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write the site to.")
+@click.option("--reproductions", multiple=True, default=(), help="Glob or folder of the lab's reproduction.json "
+              "files (e.g. STORE/reproductions): the record pages; repeatable.")
 def build(
     results: tuple[str, ...],
     out: str,
@@ -108,9 +112,10 @@ def build(
     repo_url: str | None,
     title: str,
     workers: int | None,
+    reproductions: tuple[str, ...] = (),
 ) -> None:
     """Build the site from every results file in --results into --out (GitHub Pages serves it as is)."""
-    _build(results, out, public_key, tracks_file, repo_url, title, workers)
+    _build(results, out, public_key, tracks_file, repo_url, title, workers, reproductions=reproductions)
 
 
 @leaderboard.command()

@@ -66,6 +66,7 @@ class BuildOptions(BaseModel):
     site_title: str = "openlab speedrun"
     page_size: int = 50
     workers: int | None = None
+    reproductions: list[str] = []  # globs/folders of the lab's reproduction.json files: the record pages
 
 
 class BuildReport(BaseModel):
@@ -348,6 +349,7 @@ def _build_into(
         for t in tracks:
             _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
         _write(tmp / "feed.xml", _feed(rows, frontiers, common))
+        _records_and_suites(tmp, rows, opts, common, warnings)
         for name in ("style.css", "app.js"):
             shutil.copyfile(templates_dir() / name, tmp / name)
         render_warnings, parts = pool.finish_render()
@@ -420,3 +422,15 @@ def _feed(rows: list[Row], frontiers: dict[str, dict[str, list[Row]]], common: d
     entries = sorted(on_front.values(), key=lambda r: r.finished_at, reverse=True)[:FEED_SIZE]
     updated = entries[0].finished_at if entries else datetime.now(UTC).isoformat()
     return environment().get_template("feed.xml.j2").render(**common, entries=entries, updated=updated)
+
+
+def _records_and_suites(tmp: Path, rows: list[Row], opts: BuildOptions, common: dict[str, Any],
+                        warnings: list[str]) -> None:
+    """Record history per track and scaling suites (issue 14): ``records/``, ``suites.html``."""
+    from leaderboard.records import discover_reproductions, write_records
+    from leaderboard.suites import write_suites
+
+    docs, notes = discover_reproductions(opts.reproductions)
+    warnings.extend(notes)
+    write_records(tmp, docs, common, opts.public_pem)
+    write_suites(tmp, rows, common)

@@ -55,4 +55,34 @@ def default_speedrun(name: str, config: RunConfig, *, version: str = "v1") -> li
         }
     )
     trained = train(f"speedrun/{name}", RunConfig.model_validate(fixed.model_dump()), version=version)
-    return [tok, trained, speedrun_results(f"speedrun/{name}/results", trained, version=version)]
+    steps = [tok, trained, speedrun_results(f"speedrun/{name}/results", trained, version=version)]
+    from runner.reproduction import reproduce_if_asked  # `/verify`: N seeds of this submission (issue 14)
+
+    return reproduce_if_asked(steps)
+
+
+SUITE_SEPARATOR = "__"
+
+
+def speedrun_suite(name: str, configs: list[RunConfig], *, version: str = "v1") -> list[Step]:
+    """One method at several budgets: a scaling suite, one experiment with one plan (every member and the total
+    FLOPs). Member ``i`` is the step ``speedrun/<name>/<label>`` (label: the config's name, else ``m<i>``) training
+the run ``<name>__<label>`` on the track's shared tokenize step, like ``default_speedrun``; the site fits
+    BPB against FLOPs over the members of ``<name>`` (:mod:`leaderboard.suites`)."""
+    if len(configs) < 2:
+        raise ConfigError(f"speedrun_suite {name!r}: needs at least 2 configs (got {len(configs)})")
+    if SUITE_SEPARATOR in name:
+        raise ConfigError(f"speedrun_suite {name!r}: the name may not contain {SUITE_SEPARATOR!r}")
+    steps: list[Step] = []
+    labels: set[str] = set()
+    for i, config in enumerate(configs):
+        label = config.name if config.name not in ("run", name) else f"m{i}"
+        if label in labels:
+            raise ConfigError(f"speedrun_suite {name!r}: config {i}: duplicate member name {label!r}")
+        labels.add(label)
+        tok, fixed = default_speedrun(f"{name}{SUITE_SEPARATOR}{label}", config, version=version)[:2]
+        # `speedrun/<name>/<label>`: a nested step name gives each member its own run id and W&B run.
+        trained = train(f"speedrun/{name}/{label}", fixed.config.run, version=version, resources=fixed.resources)
+        steps += [tok] if not steps else []
+        steps += [trained, speedrun_results(f"speedrun/{name}/{label}/results", trained, version=version)]
+    return steps

@@ -56,9 +56,9 @@ class Result:
 
 
 def _registry() -> dict[str, ModuleType]:
-    from bot.commands import cancel, help, rerun, run, status
+    from bot.commands import cancel, help, rerun, run, status, verify
 
-    return {m.NAME: m for m in (run, cancel, status, rerun, help)}
+    return {m.NAME: m for m in (run, cancel, status, rerun, verify, help)}
 
 
 REGISTRY = _registry()
