@@ -21,11 +21,11 @@ from fsspec.core import url_to_fs
 from pydantic import BaseModel, ConfigDict
 
 from runner import attest
-from runner.schema import Results, ResultsError, loads_results
+from runner.schema import ImportedResults, Results, ResultsError, loads_any_results
 
 RESULTS_NAME = "results.json"
 METRICS_NAME = "metrics.jsonl"
-Verification = Literal["verified", "self-reported", "invalid"]
+Verification = Literal["verified", "self-reported", "invalid", "imported"]
 _MARKUP = re.compile(r"[<>]|&#|javascript:", re.IGNORECASE)
 
 
@@ -34,7 +34,7 @@ class LoadedRun(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    results: Results
+    results: Results | ImportedResults
     source: str
     folder: str
     verification: Verification
@@ -181,8 +181,9 @@ def _read(url: str) -> bytes:
         return f.readall()
 
 
-def parse(raw: bytes, source: str) -> Results:
-    """The schema's :class:`Results` from a file's bytes, with exactly the answers of ``loads_results``.
+def parse(raw: bytes, source: str) -> Results | ImportedResults:
+    """The schema's :class:`Results` from a file's bytes, with exactly the answers of ``loads_results``
+    (or the :class:`ImportedResults` of an imported run, ``"kind": "imported"``).
 
     Valid files (nearly all of them) go straight through pydantic's JSON parser, which is about twice as
     fast as ``json.loads`` plus validation. Whatever that path would treat differently takes the reference
@@ -198,10 +199,10 @@ def parse(raw: bytes, source: str) -> Results:
         else:
             if "schema_version" in results.model_fields_set:
                 return results
-    return loads_results(raw, source)
+    return loads_any_results(raw, source)
 
 
-def _text_warnings(r: Results, source: str) -> list[str]:
+def _text_warnings(r: Results | ImportedResults, source: str) -> list[str]:
     out = []
     texts = {"name": r.name, "description": r.description}
     if r.author is not None:
@@ -209,6 +210,11 @@ def _text_warnings(r: Results, source: str) -> list[str]:
     for field, text in texts.items():
         if _MARKUP.search(text):
             out.append(f"{source}: {field} contains markup; it is shown escaped")
+    if isinstance(r, ImportedResults):
+        for field, url in {"wandb_url": r.wandb_url, "author.url": r.author.url if r.author else None}.items():
+            if url and safe_url(url) is None:
+                out.append(f"{source}: {field} is not an http(s) URL; the link is dropped")
+        return out
     urls = {
         "tracking.wandb_url": r.tracking.wandb_url,
         "author.url": r.author.url if r.author else None,
@@ -253,7 +259,9 @@ def load_one(
     except (OSError, ValueError) as err:
         return None, [f"skipped {url}: cannot read: {err}"]
     warnings = _text_warnings(results, url)
-    verification = _verify(results, public_pem)
+    verification: Verification = (
+        "imported" if isinstance(results, ImportedResults) else _verify(results, public_pem)
+    )
     if verification == "invalid":
         warnings.append(f"{url}: attestation does not verify; shown as self-reported")
     run = LoadedRun(

@@ -180,7 +180,7 @@ def _table(rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], fronti
                 r.date,
                 r.params,
                 r.tokens,
-                round(r.seconds, 1),
+                None if r.seconds is None else round(r.seconds, 1),
                 _num(r.model_flops),
                 _num(r.hardware_flops),
                 None if r.mfu is None else round(r.mfu, 4),
@@ -365,11 +365,12 @@ def _build_into(
 def _index_html(
     rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], opts: BuildOptions, common: dict[str, Any]
 ) -> str:
-    best = min(rows, key=lambda r: (r.bpb, r.model_flops), default=None)
+    inf = float("inf")  # imported runs of Marin's first format have no model FLOPs
+    best = min(rows, key=lambda r: (r.bpb, r.model_flops or inf), default=None)
     reach = []
     for t in tracks:
         if t.kind == "bpb_threshold" and t.target_bpb is not None:
-            ok = [r for r in rows if r.bpb <= t.target_bpb]
+            ok = [r for r in rows if r.bpb <= t.target_bpb and r.model_flops is not None]
             reach.append({"target": t.target_bpb, "row": min(ok, key=lambda r: r.model_flops, default=None)})
     view = []
     for t in tracks:

@@ -77,7 +77,9 @@
     var code = r.code ? ' <a class="muted" href="' + esc(r.code) + '" title="code at its commit">code</a>' : "";
     var who = r.author ? (r.aurl ? '<a href="' + esc(r.aurl) + '" rel="nofollow noopener">' + esc(r.author) + "</a>" : esc(r.author)) : "—";
     if (r.aff) who += ' <span class="muted">' + esc(r.aff) + "</span>";
-    var badge = r.verification === "verified" ? '<span class="badge verified">verified</span>' : '<span class="badge self">self-reported</span>';
+    var badge = r.verification === "verified" ? '<span class="badge verified">verified</span>'
+      : r.verification === "imported" ? '<span class="badge imported" title="recorded by another lab, not run here">imported</span>'
+      : '<span class="badge self">self-reported</span>';
     return "<tr data-run=\"" + esc(r.id) + "\"><td class=\"num\">" + rank + "</td><td><a href=\"runs/" + esc(r.slug) + '.html">' + esc(r.name) + "</a>" + code +
       "</td><td>" + who + "</td><td>" + esc(r.date) + '</td><td class="num">' + si(r.params) + '</td><td class="num">' + si(r.tokens) +
       '</td><td class="num">' + dur(r.seconds) + '</td><td class="num">' + sci(r.model_flops) + '</td><td class="num">' + sci(r.hardware_flops) +
