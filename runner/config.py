@@ -88,6 +88,12 @@ class OptimizerConfig(Strict):
     eps: float = Field(default=1e-8, gt=0)
     max_grad_norm: float | None = Field(default=1.0, gt=0)
     muon: MuonConfig = MuonConfig()
+    ema_beta: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Keep an exponential moving average of the weights (Marin's ema_beta) and evaluate with it.",
+    )
 
 
 class TrainConfig(Strict):

@@ -36,7 +36,7 @@ from runner.data import Batches, TokenData, load_split, load_tokenizer
 from runner.errors import ConfigError, OpenlabError
 from runner.eval import evaluate, load_eval_sets
 from runner.flops import FLOPS_FORMULA, lm_flops_per_token, param_count, peak_flops_per_chip
-from runner.optim import make_optimizer
+from runner.optim import eval_params, make_optimizer
 from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed
 from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps_results
 from runner.tracking import Tracker
@@ -115,7 +115,7 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
     restore_signal = _STOP.install()
     try:
         state, train_seconds = _loop(run, tracker, state, start, train_seconds)
-        evals = _eval_all(run, state["params"])
+        evals = _eval_all(run, eval_params(state))
         tracker.log(cfg.train.steps, _eval_metrics(evals))
         results = _results(run, run_id, evals, train_seconds, tracker, started_at)
         tracker.summary({"bpb": results.bpb, "model_flops": results.model_flops, "mfu": results.mfu})
@@ -177,7 +177,7 @@ def _loop(run: _Run, tracker: Tracker, state: State, start: int, train_seconds: 
                            "throughput/tokens_per_second": tps, "throughput/mfu": mfu})
         tracker.progress(done, m["loss"], tps)
         if do_eval:
-            tracker.log(done, _eval_metrics(_eval_all(run, state["params"])))
+            tracker.log(done, _eval_metrics(_eval_all(run, eval_params(state))))
         if do_ckpt:
             run.ckpt.save(state, done, cfg, train_seconds)
         if stop:
