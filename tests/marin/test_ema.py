@@ -36,9 +36,9 @@ def test_training_evaluates_the_average(tmp_path: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setenv("OPENLAB_CACHE_DIR", str(tmp_path / "cache"))
     text = tmp_path / "text.jsonl"
-    words = "the quick brown fox jumps over the lazy dog and keeps on running through the field".split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "in", "the", "field"]
     rng = np.random.default_rng(0)
-    text.write_text("".join('{"text": "%s"}\n' % " ".join(rng.choice(words, 60)) for _ in range(200)))
+    text.write_text("".join(json.dumps({"text": " ".join(rng.choice(words, 60))}) + "\n" for _ in range(200)))
     base = {
         "model": {"hidden_dim": 32, "intermediate_dim": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
                   "seq_len": 32, "vocab_size": 264, "compute_dtype": "float32"},
