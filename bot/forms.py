@@ -85,14 +85,9 @@ def load_markdown_template(name: str, text: str) -> Form:
         end = heads[i + 1].start() if i + 1 < len(heads) else len(body)
         label = h.group(2).strip()
         fields.append(FormField(id=_norm(label).replace(" ", "_") or f"section_{i}", type="textarea", label=label,
-                                placeholder=_own_text(body[h.end():end])))
+                                placeholder=body[h.end():end].strip()))
     return Form(name=name, labels=_labels(meta.get("labels")), title_prefix=str(meta.get("title") or "").strip(),
                 fields=tuple(fields))
-
-
-def _own_text(section: str) -> str:
-    nxt = _HEADING.search(section)
-    return (section[: nxt.start()] if nxt else section).strip()
 
 
 def _labels(raw: Any) -> tuple[str, ...]:
@@ -105,7 +100,9 @@ def load_templates(files: dict[str, str]) -> tuple[dict[str, Form], list[str]]:
     """Forms from ``{file name: text}`` of the template folder, and one problem line per unreadable file."""
     forms: dict[str, Form] = {}
     problems: list[str] = []
-    for filename in sorted(files):
+    # YAML forms first, so a form keeps its plain name when a Markdown template shares it (experiment.yml
+    # is "experiment", experiment.md then "experiment.md").
+    for filename in sorted(files, key=lambda f: (f.endswith(".md"), f)):
         stem, _, ext = filename.rpartition(".")
         if ext not in ("yml", "yaml", "md") or stem == "config":
             continue
@@ -115,7 +112,8 @@ def load_templates(files: dict[str, str]) -> tuple[dict[str, Form], list[str]]:
             problems.append(f"{TEMPLATE_DIR}/{filename}: not a readable issue template ({type(err).__name__})")
             continue
         if form.fields:
-            forms[stem] = form
+            name = stem if stem not in forms else filename
+            forms[name] = form.model_copy(update={"name": name})
     return forms, problems
 
 
@@ -180,7 +178,7 @@ def parse_body(form: Form, body: str | None) -> tuple[dict[str, Any], list[str]]
             values[f.id] = [m.group(2).strip() for line in raw.splitlines()
                             if (m := _CHECKBOX.match(line)) and m.group(1) in "xX"]
         else:
-            empty = raw in ("", NO_RESPONSE) or (f.placeholder and raw == f.placeholder)
+            empty = raw in ("", NO_RESPONSE) or (f.placeholder and raw.split() == f.placeholder.split())
             values[f.id] = None if empty else _unfence(raw)
     return values, missing
 
