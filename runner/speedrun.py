@@ -11,13 +11,12 @@ what makes runs comparable: the track's data and tokenizer, the seed, and the tr
 
 Tracks are data, not code (:class:`SpeedrunTrack`): ``runner/speedrun_tracks.yml`` ships ``cpu`` and Marin's
 ``fineweb_edu``; a lab adds or replaces tracks in ``.github/speedrun_tracks.yml`` of its repository (looked for
-in the working directory, where ``openlab plan|run`` are run), or any file named by ``OPENLAB_SPEEDRUN_TRACKS``.
+in the working directory, where ``openlab plan|run`` are run), or a file passed as ``tracks_file``.
 A track whose data cannot be reached here still plans; its tokenize step then fails naming the source.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from functools import cache
 from importlib import resources as pkg_resources
@@ -34,7 +33,6 @@ from runner.steps import speedrun_results, tokenize, train
 
 TRACKS_FILE = "speedrun_tracks.yml"
 REPO_TRACKS = Path(".github") / TRACKS_FILE
-ENV_TRACKS = "OPENLAB_SPEEDRUN_TRACKS"
 _TPU = re.compile(r"^(?P<gen>v\d+[a-z]*|v5litepod)-(?P<n>\d+)$")
 
 
@@ -93,8 +91,8 @@ class SpeedrunTrack(_Strict):
     def data(self) -> DataConfig:
         if self.source is None:
             raise ConfigError(
-                "track: a data mixture; openlab's trainer reads one source, so a mixture track plans its "
-                "tokenization but cannot train yet"
+                "track: a data mixture; openlab's trainer reads one source, so a mixture track cannot be "
+                "run yet (declare a single source)"
             )
         return DataConfig(source=self.source, tokenizer=self.tokenizer)
 
@@ -184,10 +182,10 @@ def builtin_tracks() -> dict[str, SpeedrunTrack]:
 
 
 def load_speedrun_tracks(path: str | Path | None = None) -> dict[str, SpeedrunTrack]:
-    """The shipped tracks, with those of ``path`` (default: the repository's, or $OPENLAB_SPEEDRUN_TRACKS)
+    """The shipped tracks, with those of ``path`` (default: the repository's ``.github/speedrun_tracks.yml``)
     added or replacing them by id."""
     tracks = dict(builtin_tracks())
-    p = Path(path) if path else Path(os.environ.get(ENV_TRACKS) or REPO_TRACKS)
+    p = Path(path) if path else REPO_TRACKS
     if p.is_file():
         try:
             text = p.read_text(encoding="utf-8")
