@@ -84,7 +84,8 @@ def _imported_code_url(r: ImportedResults) -> str | None:
 
 def _imported_row(index: int, run: LoadedRun, r: ImportedResults) -> Row:
     author = (r.author.name, r.author.affiliation, safe_url(r.author.url)) if r.author else None
-    finished = r.finished_at.isoformat() if r.finished_at else ""
+    # Feeds need a time: a run Marin recorded no completion time for sorts by when it was imported.
+    finished = (r.finished_at or r.source.imported_at).isoformat()
     return Row(
         index=index,
         run_id=r.run_id,
