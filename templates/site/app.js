@@ -155,7 +155,7 @@
       parts.push('<path class="frontier" d="' + d + '"/>');
     }
     pts.forEach(function (r) {
-      parts.push('<circle class="pt' + (front.has(r.i) ? " front" : "") + '" data-i="' + r.i + '" cx="' + X(r[ax]).toFixed(1) + '" cy="' + Y(r.bpb).toFixed(1) + '" r="' + (front.has(r.i) ? 4 : 3) + '"/>');
+      parts.push('<circle class="pt' + (front.has(r.i) ? " front" : "") + (r.verification === "imported" ? " imported" : "") + '" data-i="' + r.i + '" cx="' + X(r[ax]).toFixed(1) + '" cy="' + Y(r.bpb).toFixed(1) + '" r="' + (front.has(r.i) ? 4 : 3) + '"/>');
     });
     svg.innerHTML = parts.join("");
   }
@@ -168,7 +168,7 @@
     var r = pointRun(ev);
     if (!r) { tip.hidden = true; return; }
     tip.innerHTML = "<strong>" + esc(r.name) + "</strong><br>" + esc(r.author) + (r.aff ? " · " + esc(r.aff) : "") +
-      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs";
+      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs" + (r.verification === "imported" ? " · imported" : "");
     var box = svg.parentNode.getBoundingClientRect();
     tip.style.left = Math.min(ev.clientX - box.left + 12, box.width - 200) + "px";
     tip.style.top = (ev.clientY - box.top + 12) + "px";

@@ -92,3 +92,33 @@ def test_site_frontier_bands_and_scaling_cutoff_match_marin(imported: Path, tmp_
     listed = set(re.findall(r"<td>\d+</td><td>([^<]+)</td><td>\d+</td><td>", groups))
     expected = marin_site_scaling_groups(RAW)
     assert expected and listed == expected
+
+
+@pytest.mark.browser
+def test_imported_frontier_in_chromium(imported: Path, tmp_path: Path) -> None:
+    """The built site, in a real browser: Marin's frontier drawn, its points marked imported, no script error."""
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from leaderboard.site import BuildOptions, build_site
+    from tests.browser import browser_page
+
+    build_site(BuildOptions(sources=[str(imported)], out=tmp_path / "site", tracks=MARIN_TRACKS, workers=1))
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(tmp_path / "site")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with browser_page() as (page, errors):
+            page.goto(f"http://127.0.0.1:{server.server_port}/index.html")
+            page.wait_for_selector("#chart circle.pt")
+            assert page.locator("#chart circle.pt.front.imported").count() == 39
+            assert page.locator("#chart circle.pt.imported").count() == len(RAW)
+            assert page.locator("#runs tbody .badge.imported").count() > 0
+            assert errors == []
+    finally:
+        server.shutdown()
