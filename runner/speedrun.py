@@ -26,7 +26,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from runner.config import DataConfig, DataSource, EvalConfig, RunConfig, format_validation_error
+from runner.config import (
+    DataConfig,
+    DataSource,
+    EvalConfig,
+    MixtureComponent,
+    RunConfig,
+    format_validation_error,
+)
 from runner.errors import ConfigError
 from runner.executor import Resources, Step
 from runner.steps import speedrun_results, tokenize, train
@@ -38,12 +45,6 @@ _TPU = re.compile(r"^(?P<gen>v\d+[a-z]*|v5litepod)-(?P<n>\d+)$")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MixtureComponent(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    source: DataSource
-    weight: float = Field(gt=0, description="Relative weight; weights are normalised to sum to 1.")
 
 
 class SpeedrunTrack(_Strict):
@@ -69,6 +70,8 @@ class SpeedrunTrack(_Strict):
             names = [c.name for c in self.mixture]
             if not names or len(set(names)) != len(names):
                 raise ValueError(f"mixture: components need unique names (got {names})")
+            if any(s.source is None for s in self.eval.sets):
+                raise ValueError("eval.sets: a mixture track's eval sets each need a source")
         for where, src in self._sources():
             if src.hf is not None and src.hf.revision.lower() in ("main", "master", "head"):
                 raise ValueError(f"{where}.hf.revision: pin a commit or tag, not {src.hf.revision!r}")
@@ -83,17 +86,11 @@ class SpeedrunTrack(_Strict):
 
     def weights(self) -> dict[str, float]:
         """Normalised mixture weights (a single source is the mixture ``{"data": 1.0}``)."""
-        if self.mixture is None:
-            return {"data": 1.0}
-        total = sum(c.weight for c in self.mixture)
-        return {c.name: c.weight / total for c in self.mixture}
+        return self.data().weights() if self.mixture is not None else {"data": 1.0}
 
     def data(self) -> DataConfig:
         if self.source is None:
-            raise ConfigError(
-                "track: a data mixture; openlab's trainer reads one source, so a mixture track cannot be "
-                "run yet (declare a single source)"
-            )
+            return DataConfig(mixture=self.mixture, tokenizer=self.tokenizer)
         return DataConfig(source=self.source, tokenizer=self.tokenizer)
 
     def budget_band(self, flops: float) -> float | None:

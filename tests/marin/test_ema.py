@@ -1,4 +1,5 @@
-"""EMA of the weights as an optimizer option: the recurrence in the optimizer state, and evaluation with it."""
+"""EMA of the weights as an optimizer option (the recurrence in the optimizer state, evaluation with it), and a
+weighted data mixture: its batches, and one real training run that uses both."""
 
 from __future__ import annotations
 
@@ -31,21 +32,54 @@ def test_ema_follows_its_recurrence_and_is_what_eval_reads() -> None:
     assert eval_params({"params": params, "opt_state": plain.init(params)}) is params
 
 
-def test_training_evaluates_the_average(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _texts(tmp_path: Path) -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    out = []
+    for name, words in (("lower", ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog"]),
+                        ("upper", ["THE", "QUICK", "BROWN", "FOX", "JUMPS", "OVER", "A", "LAZY", "DOG"])):
+        p = tmp_path / f"{name}.jsonl"
+        p.write_text("".join(json.dumps({"text": " ".join(rng.choice(words, 60))}) + "\n" for _ in range(150)))
+        out.append(p)
+    return out[0], out[1]
+
+
+def test_mixture_batches_hold_each_source_in_proportion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.config import DataConfig
+    from runner.data import load_split
+    from runner.data.mixture import MixtureBatches, row_counts
+    from runner.errors import DataError
+
+    monkeypatch.setenv("OPENLAB_CACHE_DIR", str(tmp_path / "cache"))
+    lower, upper = _texts(tmp_path)
+    data = DataConfig.model_validate({"mixture": [{"name": "lower", "source": {"paths": [str(lower)]}, "weight": 3},
+                                                  {"name": "upper", "source": {"paths": [str(upper)]}, "weight": 1}]})
+    assert data.weights() == {"lower": 0.75, "upper": 0.25} and row_counts(data.weights(), 10) == {"lower": 8, "upper": 2}
+    parts = {c.name: load_split(data, "train", source=c.source) for c in data.mixture or []}
+    mb = MixtureBatches.build(parts, data.weights(), seq_len=16, batch_size=8, seed=0)
+    b = mb.batch(3)
+    assert b.shape == (8, 17) and np.array_equal(b, mb.batch(3)) and not np.array_equal(b, mb.batch(4))
+    is_upper = (b >= ord("A")) & (b <= ord("Z"))
+    is_lower = (b >= ord("a")) & (b <= ord("z"))
+    assert [bool(is_lower[i].any() and not is_upper[i].any()) for i in range(8)] == [True] * 6 + [False] * 2
+    with pytest.raises(DataError, match="'upper' .* gets no row of a 2-sequence batch"):
+        MixtureBatches.build(parts, {"lower": 0.9, "upper": 0.1}, seq_len=16, batch_size=2, seed=0)
+    with pytest.raises(ValueError, match="give source or mixture, not both"):
+        DataConfig.model_validate({"source": {"paths": [str(lower)]}, "mixture": data.model_dump()["mixture"]})
+
+
+def test_training_on_a_mixture_evaluates_the_average(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from runner.train import train
 
     monkeypatch.setenv("OPENLAB_CACHE_DIR", str(tmp_path / "cache"))
-    text = tmp_path / "text.jsonl"
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "in", "the", "field"]
-    rng = np.random.default_rng(0)
-    text.write_text("".join(json.dumps({"text": " ".join(rng.choice(words, 60))}) + "\n" for _ in range(200)))
+    lower, upper = _texts(tmp_path)
     base = {
         "model": {"hidden_dim": 32, "intermediate_dim": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2,
                   "seq_len": 32, "vocab_size": 264, "compute_dtype": "float32"},
         "train": {"batch_size": 8, "steps": 6, "log_every": 1},
-        "data": {"source": {"paths": [str(text)]}},
+        "data": {"mixture": [{"name": "lower", "source": {"paths": [str(lower)]}, "weight": 1},
+                             {"name": "upper", "source": {"paths": [str(upper)]}, "weight": 1}]},
         "optimizer": {"learning_rate": 1e-2},
-        "eval": {"sets": [{"name": "val", "max_tokens": 1024}]},
+        "eval": {"sets": [{"name": "lower", "source": {"paths": [str(lower)]}, "max_tokens": 1024}]},
         "tracking": {"mode": "disabled"},
     }
     # beta close to 1 keeps the average at the initial weights: the trained weights learn (the train loss
@@ -55,6 +89,6 @@ def test_training_evaluates_the_average(tmp_path: Path, monkeypatch: pytest.Monk
     res = train(RunConfig.model_validate(cfg), str(out))
     losses = [m["train/loss"] for m in map(json.loads, (out / "metrics.jsonl").read_text().splitlines())
               if "train/loss" in m]
-    assert res.config.optimizer.ema_beta == 0.999999
+    assert res.config.optimizer.ema_beta == 0.999999 and res.config.data.weights() == {"lower": 0.5, "upper": 0.5}
     assert losses[-1] < losses[0] - 0.5  # nats: the live weights moved a lot (a live eval reads ~5.8 BPB)
     assert res.bpb == pytest.approx(8.04, abs=0.2)

@@ -75,6 +75,7 @@ def test_tracks_file_adds_and_replaces_tracks(tmp_path: Path, monkeypatch: pytes
         "    mixture:\n"
         "      - {name: docs, source: {builtin: pydoc}, weight: 3}\n"
         "      - {name: notes, source: {paths: [notes.txt]}, weight: 1}\n"
+        "    eval: {sets: [{name: notes, source: {paths: [notes.txt]}}]}\n"
     )
     tracks = load_speedrun_tracks()
     assert {"cpu", "fineweb_edu", "notes", "mix"} <= set(tracks)
@@ -83,14 +84,20 @@ def test_tracks_file_adds_and_replaces_tracks(tmp_path: Path, monkeypatch: pytes
     steps = default_speedrun("t", RunConfig.model_validate({**TINY, "track": "notes"}))
     run = steps[1].config.run
     assert run.train.seed == 7 and run.data.source.paths == ["notes.txt"] and run.eval.sets[0].name == "held_out"
-    with pytest.raises(ConfigError, match="mixture"):
-        default_speedrun("t", RunConfig.model_validate({**TINY, "track": "mix"}))
+    mixed = default_speedrun("t", RunConfig.model_validate({**TINY, "track": "mix"}))
+    assert mixed[1].config.run.data.weights() == {"docs": 0.75, "notes": 0.25}
+    assert mixed[0].config.data.mixture == mixed[1].config.run.data.mixture  # one cache step for both parts
     with pytest.raises(ConfigError, match=r"'nope' is not a speedrun track .*\.github/speedrun_tracks\.yml"):
         default_speedrun("t", RunConfig.model_validate({**TINY, "track": "nope"}))
     (gh / "speedrun_tracks.yml").write_text(
         "tracks:\n  bad:\n    source: {hf: {name: x/y, revision: main}}\n"
     )
     with pytest.raises(ConfigError, match=r"speedrun_tracks\.yml.*revision: pin a commit"):
+        load_speedrun_tracks()
+    (gh / "speedrun_tracks.yml").write_text(
+        "tracks:\n  bad:\n    mixture: [{name: a, source: {builtin: pydoc}, weight: 1}]\n"
+    )
+    with pytest.raises(ConfigError, match=r"a mixture track's eval sets each need a source"):
         load_speedrun_tracks()
     (gh / "speedrun_tracks.yml").write_text("tracks:\n  bad:\n    source: {builtin: pydoc}\n    seeed: 1\n")
     with pytest.raises(ConfigError, match=r"speedrun_tracks\.yml.*seeed"):
