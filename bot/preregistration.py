@@ -16,6 +16,8 @@ from runner.schema import Results
 
 _NUMBER = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\s*(?:flops?)?\s*$", re.IGNORECASE)
 _ISSUE_REF = re.compile(r"#(\d+)")
+_URL = re.compile(r"^https?://\S+$")
+_BARE_DOMAIN = re.compile(r"^(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?:/\S*)?$")
 
 
 @dataclass
@@ -88,8 +90,9 @@ def check(form: Form, values: dict[str, Any], missing: list[str], config: RepoCo
                 out.problems.append(
                     f"**Track**: {track.id} allows at most {track.max_flops:.3g} FLOPs, planned {out.planned_flops:.3g}")
     url = values.get("url")
-    if url and not re.match(r"^https?://\S+$", str(url)):
-        out.problems.append("**URL**: must start with http:// or https://")
+    if url and not (_URL.match(str(url)) or _BARE_DOMAIN.match(str(url))):
+        # Marin's community form asks for a bare "example.com"; anything else must be an http(s) link.
+        out.problems.append(f"**{_label(form, 'url')}**: must be a web address (https://... or example.com)")
     for key in ("related",):
         if values.get(key):
             values[key] = ", ".join(f"#{n}" for n in _ISSUE_REF.findall(str(values[key]))) or values[key]

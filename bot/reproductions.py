@@ -146,10 +146,10 @@ def decide_record(bpbs: list[float], flops: float, track: str, records: list[Rep
 def integrity_problems(seeds: list[SeedRun], sha: str, claimed_shas: dict[int, str | None], track: str,
                        records: list[Reproduction]) -> list[str]:
     """Why these seeds cannot stand as a record of ``track`` (empty when they can)."""
-    from runner.speedrun import TRACKS
+    from runner.speedrun import load_speedrun_tracks
 
     problems: list[str] = []
-    spec = TRACKS.get(track)
+    spec = load_speedrun_tracks().get(track)
     if spec is None:
         problems.append(f"track `{track}` is not a speedrun track")
     want_evals = [e.name for e in spec.eval.sets] if spec else None

@@ -145,6 +145,36 @@ def serve(
     serve_site(rebuild, Path(out), list(results), [public_key, tracks_file], host, port, interval)
 
 
+@leaderboard.command("import")
+@click.argument("src", type=click.Path(exists=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Folder to write results.json files to.")
+@click.option("--repo", default=None, help="Repository the files come from (owner/name), kept as provenance.")
+@click.option("--commit", default=None, help="Commit of that repository, kept as provenance.")
+def import_(src: str, out: str, repo: str | None, commit: str | None) -> None:
+    """Import results the lab already has (Marin's speedrun_results.json, any version, or its runs.json).
+
+    Each run becomes OUT/<run folder>/results.json marked imported; build the site with --results OUT.
+    """
+    from leaderboard.marin_import import REPORT_NAME, import_results
+
+    report = import_results(src, out, repo=repo, commit=commit)
+    for f in report.files:
+        click.echo(
+            f"{f.path}: {f.format or 'unknown format'}: {len(f.runs)} run(s) imported,"
+            f" {len(f.kept)} field(s) kept, {len(f.not_read)} not read"
+        )
+        for line in f.not_read:
+            click.echo(f"  not read: {line}")
+        for line in f.errors:
+            click.echo(f"error: {line}", err=True)
+    click.echo(
+        f"imported {report.imported} run(s) from {len(report.files)} file(s) into {out}"
+        f" ({report.failed} problem(s); report in {Path(out) / REPORT_NAME})"
+    )
+    if report.imported == 0:
+        raise OpenlabError(f"{src}: nothing imported")
+
+
 def commands() -> list[click.Command]:
     from leaderboard.browse.cli import browse
 

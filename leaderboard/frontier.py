@@ -3,9 +3,19 @@
 
 The bot calls these for its Pareto comments and the site for its chart and tables, so both agree.
 
-Dominance (Marin's rule, ../shared/reference/marin.md §2.9): a run is dominated when another run has
-FLOPs ``<=`` and BPB strictly ``<``. Two runs with equal BPB therefore both stay on the frontier, and a run
-with no value on the chosen axis (``hardware_flops`` is optional) is left out of that axis' frontier.
+Two frontier rules, named by a track's ``frontier_rule`` (a run with no value on the chosen axis, e.g. an
+imported run without model FLOPs, is left out of that axis' frontier under both):
+
+- ``marin`` (the default): the rule of Marin's site, ``computeParetoFront`` in marin-community/speedrun
+  ``website/src/hooks/useSpeedrunData.ts``, point for point: sort the runs by FLOPs with a *stable* sort
+  (runs with equal FLOPs keep their input order, which is file order, as Marin's ``runs.json`` is) and
+  keep each run whose BPB is strictly below every BPB kept before it. So of two runs with equal FLOPs
+  the later one is kept too when it is better (whole scaling suites share one FLOPs value), and of two
+  runs with equal BPB only the cheaper one is kept.
+- ``dominance``: a run is dropped when another run has FLOPs ``<=`` and BPB strictly ``<``. Of runs with
+  equal FLOPs only the best stays; runs with equal BPB all stay. The result does not depend on order.
+
+On Marin's 96 runs (``data/runs.json``) the Marin rule keeps 39 on model FLOPs and 27 on hardware FLOPs.
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ from typing import Literal, Protocol, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from leaderboard.tracks import FlopsAxis, Track, Tracks, as_tracks
+from leaderboard.tracks import FlopsAxis, FrontierRule, Track, Tracks, as_tracks
 
 
 class Scored(Protocol):
@@ -41,9 +51,35 @@ def flops_of(run: Scored, x: FlopsAxis = "model_flops") -> float | None:
     return run.model_flops if x == "model_flops" else run.hardware_flops
 
 
-def pareto_frontier(runs: Iterable[R], x: FlopsAxis = "model_flops") -> list[R]:
-    """The non-dominated runs, sorted by FLOPs ascending (then BPB, then run id). O(n log n)."""
+def pareto_frontier(runs: Iterable[R], x: FlopsAxis = "model_flops", rule: FrontierRule = "marin") -> list[R]:
+    """The frontier under ``rule``, sorted by FLOPs ascending. O(n log n)."""
+    if rule == "marin":
+        return marin_frontier_of_ordered(flops_order(runs, x))
     return frontier_of_ordered(pareto_order(runs, x), x)
+
+
+def flops_order(runs: Iterable[R], x: FlopsAxis = "model_flops") -> list[R]:
+    """The runs with a value on axis ``x``, stably sorted by FLOPs alone (ties keep their input order)."""
+    pts = [(f, i, r) for i, r in enumerate(runs) if (f := flops_of(r, x)) is not None]
+    pts.sort(key=lambda p: (p[0], p[1]))
+    return [p[2] for p in pts]
+
+
+def marin_frontier_of_ordered(ordered: Sequence[R]) -> list[R]:
+    """Marin's ``computeParetoFront`` over runs already in :func:`flops_order`: keep a run whose BPB is
+    strictly below the best kept so far."""
+    best = float("inf")
+    out = []
+    for r in ordered:
+        if r.bpb < best:
+            best = r.bpb
+            out.append(r)
+    return out
+
+
+def frontier_for(ordered_by_rule: Sequence[R], x: FlopsAxis, rule: FrontierRule) -> list[R]:
+    """The frontier of runs already in the order ``rule`` scans (:func:`flops_order` or :func:`pareto_order`)."""
+    return marin_frontier_of_ordered(ordered_by_rule) if rule == "marin" else frontier_of_ordered(ordered_by_rule, x)
 
 
 def pareto_order(runs: Iterable[R], x: FlopsAxis = "model_flops") -> list[R]:
@@ -131,10 +167,10 @@ def assign_tracks(
 
 
 def rank_key(run: Scored, track: Track) -> tuple[float, float, str]:
-    """Sort key within a track: BPB tracks rank by FLOPs (least compute wins), all others by BPB."""
+    """Sort key within a track: by BPB (as Marin's table), except a BPB band with ``rank_by: flops``."""
     f = flops_of(run, track.flops_axis)
     f = float("inf") if f is None else f
-    if track.kind == "bpb_threshold":
+    if track.kind == "bpb_threshold" and track.rank_by == "flops":
         return (f, run.bpb, run.run_id)
     return (run.bpb, f, run.run_id)
 
@@ -224,13 +260,19 @@ def pareto_update(
     path: str | None = None,
     paths: Mapping[str, str] | None = None,
     limit: int = 20,
+    rule: FrontierRule | None = None,
 ) -> ParetoUpdate:
-    """Summarise ``run`` against ``all_runs`` (a run with the same id in ``all_runs`` is replaced by ``run``)."""
+    """Summarise ``run`` against ``all_runs`` (a run with the same id in ``all_runs`` is replaced by ``run``).
+
+    ``rule`` defaults to the frontier rule of the ``all`` track (Marin's when there is none).
+    """
     ts = as_tracks(tracks)
+    if rule is None:
+        rule = next((t.frontier_rule for t in ts if t.kind == "all"), "marin")
     others = [r for r in all_runs if r.run_id != run.run_id]
     pool = [*others, run]
-    before = {r.run_id for r in pareto_frontier(others, x)}
-    after = pareto_frontier(pool, x)
+    before = {r.run_id for r in pareto_frontier(others, x, rule)}
+    after = pareto_frontier(pool, x, rule)
     after_ids = {r.run_id for r in after}
     f = flops_of(run, x)
     beats: list[R] = []

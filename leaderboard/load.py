@@ -21,11 +21,11 @@ from fsspec.core import url_to_fs
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner import attest
-from runner.schema import Results, ResultsError, loads_results
+from runner.schema import ImportedResults, Results, ResultsError, loads_any_results
 
 RESULTS_NAME = "results.json"
 METRICS_NAME = "metrics.jsonl"
-Verification = Literal["verified", "self-reported", "invalid"]
+Verification = Literal["verified", "self-reported", "invalid", "imported"]
 _MARKUP = re.compile(r"[<>]|&#|javascript:", re.IGNORECASE)
 
 
@@ -34,7 +34,7 @@ class LoadedRun(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    results: Results
+    results: Results | ImportedResults
     source: str
     folder: str
     verification: Verification
@@ -182,8 +182,9 @@ def _read(url: str) -> bytes:
         return f.readall()
 
 
-def parse(raw: bytes, source: str) -> Results:
-    """The schema's :class:`Results` from a file's bytes, with exactly the answers of ``loads_results``.
+def parse(raw: bytes, source: str) -> Results | ImportedResults:
+    """The schema's :class:`Results` from a file's bytes, with exactly the answers of ``loads_results``
+    (or the :class:`ImportedResults` of an imported run, ``"kind": "imported"``).
 
     Valid files (nearly all of them) go straight through pydantic's JSON parser, which is about twice as
     fast as ``json.loads`` plus validation. Whatever that path would treat differently takes the reference
@@ -199,10 +200,10 @@ def parse(raw: bytes, source: str) -> Results:
         else:
             if "schema_version" in results.model_fields_set:
                 return results
-    return loads_results(raw, source)
+    return loads_any_results(raw, source)
 
 
-def _text_warnings(r: Results, source: str) -> list[str]:
+def _text_warnings(r: Results | ImportedResults, source: str) -> list[str]:
     out = []
     texts = {"name": r.name, "description": r.description}
     if r.author is not None:
@@ -210,6 +211,11 @@ def _text_warnings(r: Results, source: str) -> list[str]:
     for field, text in texts.items():
         if _MARKUP.search(text):
             out.append(f"{source}: {field} contains markup; it is shown escaped")
+    if isinstance(r, ImportedResults):
+        for field, url in {"wandb_url": r.wandb_url, "author.url": r.author.url if r.author else None}.items():
+            if url and safe_url(url) is None:
+                out.append(f"{source}: {field} is not an http(s) URL; the link is dropped")
+        return out
     urls = {
         "tracking.wandb_url": r.tracking.wandb_url,
         "author.url": r.author.url if r.author else None,
@@ -254,14 +260,18 @@ def load_one(
     except (OSError, ValueError) as err:
         return None, [f"skipped {url}: cannot read: {err}"]
     warnings = _text_warnings(results, url)
-    verification = _verify(results, public_pem)
-    if verification == "verified" and not attest.at_attested_path(results, url):
-        verification = "invalid"
-        warnings.append(f"{url}: a copy of run {results.run_id!r}, attested at "
-                        f"{results.attestation.path if results.attestation else '?'}; shown as self-reported")
-    elif verification == "invalid":
-        warnings.append(f"{url}: attestation does not verify (the file differs from what the lab signed); "
-                        "shown as self-reported")
+    verification: Verification
+    if isinstance(results, ImportedResults):
+        verification = "imported"
+    else:
+        verification = _verify(results, public_pem)
+        if verification == "verified" and not attest.at_attested_path(results, url):
+            verification = "invalid"
+            warnings.append(f"{url}: a copy of run {results.run_id!r}, attested at "
+                            f"{results.attestation.path if results.attestation else '?'}; shown as self-reported")
+        elif verification == "invalid":
+            warnings.append(f"{url}: attestation does not verify (the file differs from what the lab signed); "
+                            "shown as self-reported")
     run = LoadedRun(
         results=results,
         source=url,

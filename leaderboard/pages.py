@@ -18,6 +18,7 @@ from markupsafe import Markup
 import templates
 from leaderboard.load import LoadedRun, _read, safe_url
 from leaderboard.rows import Row, repo_web_url
+from runner.schema import ImportedResults, Results
 
 MAX_CURVE_POINTS = 600
 
@@ -153,6 +154,7 @@ class RunPages:
 
     def __init__(self, common: dict[str, Any]):
         self.template = environment().get_template("run.html.j2")
+        self.imported = environment().get_template("imported_run.html.j2")
         self.shared = {**common, "root": "../"}
         self.repo = repo_web_url(common.get("repo_url"))
         self._remotes: dict[str | None, str | None] = {}
@@ -177,6 +179,20 @@ class RunPages:
         if remote not in self._remotes:
             self._remotes[remote] = repo_web_url(remote)
         return self._remotes[remote]
+
+    def imported_context(
+        self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], config_json: str
+    ) -> dict[str, Any]:
+        r = run.results
+        return {
+            **self.shared,
+            "r": r,
+            "row": row,
+            "ranks": ranks,
+            "source": run.source,
+            "author_url": safe_url(r.author.url) if r.author else None,
+            "config_json": config_json,
+        }
 
     def context(
         self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], loss_svg: str | None, config_json: str
@@ -207,7 +223,9 @@ class RunPages:
         if run.metrics:
             loss_svg, warnings = loss_curve_svg(run.metrics, run.source)
         if config_json is None:
-            config_json = run.results.config.model_dump_json(indent=2)
+            config_json = config_text(run.results)
+        if isinstance(run.results, ImportedResults):
+            return self.imported.render(self.imported_context(run, row, ranks, config_json)), warnings
         ctx = self.context(run, row, ranks, loss_svg, config_json)
         if self.frame is None:
             return self.template.render(ctx), warnings
@@ -217,6 +235,19 @@ class RunPages:
         return "".join((head, *blocks["title"](c), mid, *blocks["main"](c), tail)), warnings
 
 
+def config_text(r: Results | ImportedResults) -> str:
+    """The config block of a run page: the run's config, or what Marin recorded for an imported run."""
+    if isinstance(r, ImportedResults):
+        recorded = {
+            "model_config": r.model_config_,
+            "train_config": r.train_config,
+            "resources": r.resources,
+            "tokenized_dataset": r.tokenized_dataset,
+        }
+        return json.dumps({k: v for k, v in recorded.items() if v is not None}, indent=2, sort_keys=True)
+    return r.config.model_dump_json(indent=2)
+
+
 def render_run_page(
     run: LoadedRun, row: Row, ranks: list[dict[str, Any]], common: dict[str, Any]
 ) -> tuple[str, list[str]]:
@@ -224,4 +255,4 @@ def render_run_page(
     return RunPages(common).render(run, row, ranks)
 
 
-__all__ = ["RunPages", "markup_safe", "render_run_page", "script_json", "templates_dir"]
+__all__ = ["RunPages", "config_text", "markup_safe", "render_run_page", "script_json", "templates_dir"]

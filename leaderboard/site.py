@@ -29,12 +29,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from leaderboard import workers
-from leaderboard.frontier import frontier_of_ordered, in_track, pareto_order, rank_key
+from leaderboard.frontier import flops_order, frontier_for, in_track, pareto_order, rank_key
 from leaderboard.load import discover, duplicate_warning, pick_original
 from leaderboard.pages import environment, markup_safe, script_json, templates_dir
 from leaderboard.rows import Row
 from leaderboard.scaling import fit_power_law
-from leaderboard.tracks import Track, Tracks
+from leaderboard.tracks import FrontierRule, Track, Tracks
 from runner import attest
 
 COLUMNS = [
@@ -101,12 +101,12 @@ def _dedupe(rows: list[Row], sources: dict[int, str], warnings: list[str]) -> li
 
 
 def _rank_tracks(rows: list[Row], tracks: Tracks) -> dict[str, list[Row]]:
-    # rank_key depends only on the track's kind (threshold or not) and axis, and run ids are unique here,
+    # rank_key depends only on whether the track ranks by FLOPs and on its axis, and run ids are unique here,
     # so all runs are sorted once per such pair and each track keeps its members in that order.
     orders: dict[tuple[bool, str], list[Row]] = {}
     out = {}
     for t in tracks:
-        key = (t.kind == "bpb_threshold", t.flops_axis)
+        key = (t.kind == "bpb_threshold" and t.rank_by == "flops", t.flops_axis)
         if key not in orders:
             orders[key] = sorted(rows, key=lambda r, t=t: rank_key(r, t))
         band = tracks.bpb_band(t) if t.kind == "bpb_threshold" else None
@@ -129,6 +129,10 @@ def _scaling_groups(track: Track, members: list[Row]) -> list[dict[str, Any]]:
     for name, rs in groups.items():
         if len(rs) < track.min_runs:
             continue
+        if track.min_hardware_flops is not None and not any(
+            (r.hardware_flops or 0) > track.min_hardware_flops for r in rs
+        ):
+            continue  # Marin's site lists a scaling group only past its cut-off (MIN_SCALING_LEADERBOARD_FLOPS)
         pts = [(f, r.bpb) for r in rs if (f := flops_of(r, track.flops_axis)) is not None]
         fit = fit_power_law([p[0] for p in pts], [p[1] for p in pts])
         authors = sorted({r.author[0] for r in rs if r.author})
@@ -183,7 +187,7 @@ def _table(rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], fronti
                 r.date,
                 r.params,
                 r.tokens,
-                round(r.seconds, 1),
+                None if r.seconds is None else round(r.seconds, 1),
                 _num(r.model_flops),
                 _num(r.hardware_flops),
                 None if r.mfu is None else round(r.mfu, 4),
@@ -210,8 +214,12 @@ def _table(rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], fronti
     }
 
 
-def _frontiers(rows: list[Row], ranked: dict[str, list[Row]]) -> dict[str, dict[str, list[Row]]]:
-    """Each track's frontier on both axes: one sort of all runs per axis, one scan per track."""
+def _frontiers(
+    rows: list[Row], ranked: dict[str, list[Row]], rules: dict[str, FrontierRule] | None = None
+) -> dict[str, dict[str, list[Row]]]:
+    """Each track's frontier on both axes under its rule: one sort of all runs per (axis, rule), one scan
+    per track. ``rows`` are in file order, which is the input order Marin's rule breaks FLOPs ties by."""
+    rules = rules or {}
     out: dict[str, dict[str, list[Row]]] = {tid: {} for tid in ranked}
     size = max((r.index for r in rows), default=0) + 1
     masks = {}
@@ -220,11 +228,14 @@ def _frontiers(rows: list[Row], ranked: dict[str, list[Row]]) -> dict[str, dict[
         for r in members:
             mask[r.index] = 1
     for ax in ("model_flops", "hardware_flops"):
-        order = pareto_order(rows, ax)  # type: ignore[arg-type]
-        pick = _picker([r.index for r in order])
-        for tid, mask in masks.items():
-            members_in_order = list(compress(order, pick(mask)))
-            out[tid][ax] = frontier_of_ordered(members_in_order, ax)  # type: ignore[arg-type]
+        for rule in sorted({rules.get(tid, "marin") for tid in masks}):
+            order = flops_order(rows, ax) if rule == "marin" else pareto_order(rows, ax)  # type: ignore[arg-type]
+            pick = _picker([r.index for r in order])
+            for tid, mask in masks.items():
+                if rules.get(tid, "marin") != rule:
+                    continue
+                members_in_order = list(compress(order, pick(mask)))
+                out[tid][ax] = frontier_for(members_in_order, ax, rule)  # type: ignore[arg-type]
     return out
 
 
@@ -342,7 +353,7 @@ def _build_into(
         common = _common(opts, len(rows), len(warnings))
         pool.start_render({r.index: ranks.get(r.index, []) for r in rows}, common)
         # Everything below needs only the rows: it runs while the workers write the run pages.
-        frontiers = _frontiers(rows, ranked)
+        frontiers = _frontiers(rows, ranked, {t.id: t.frontier_rule for t in tracks})
         table = _table(rows, tracks, ranked, frontiers)
         table_bytes = _write(tmp / "data" / "table.json", script_json(table))
         index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
@@ -369,11 +380,12 @@ def _build_into(
 def _index_html(
     rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], opts: BuildOptions, common: dict[str, Any]
 ) -> str:
-    best = min(rows, key=lambda r: (r.bpb, r.model_flops), default=None)
+    inf = float("inf")  # imported runs of Marin's first format have no model FLOPs
+    best = min(rows, key=lambda r: (r.bpb, r.model_flops or inf), default=None)
     reach = []
     for t in tracks:
         if t.kind == "bpb_threshold" and t.target_bpb is not None:
-            ok = [r for r in rows if r.bpb <= t.target_bpb]
+            ok = [r for r in rows if r.bpb <= t.target_bpb and r.model_flops is not None]
             reach.append({"target": t.target_bpb, "row": min(ok, key=lambda r: r.model_flops, default=None)})
     view = []
     for t in tracks:

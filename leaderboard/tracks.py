@@ -6,13 +6,21 @@ A track is one of four kinds (Marin's speedrun site, ../shared/reference/marin.m
 - ``flops_budget``: runs whose FLOPs on ``flops_axis`` are ``<= max_flops``, ranked by BPB. Budgets are
   cumulative ("best BPB for at most this much compute"), so a small run also competes in larger budgets.
 - ``bpb_threshold``: runs in the band ``next_lower < bpb <= target_bpb``, where ``next_lower`` is the next
-  lower target among the threshold tracks (0 for the lowest), ranked by FLOPs ("least compute to reach
-  the target"). Bands are disjoint, as on Marin's site.
+  lower target among the threshold tracks (0 for the lowest). Bands are disjoint, as on Marin's site, and
+  ranked as Marin's table ranks them, by BPB (``rank_by: bpb``, the default); ``rank_by: flops`` ranks by
+  FLOPs instead ("least compute to reach the target").
 - ``scaling``: runs grouped by folder: a run whose folder, relative to ``group_root``, is ``GROUP/LEAF``
   belongs to group ``GROUP`` (every path segment but the leaf), so ``experiments/speedrun/adamw/130m`` is in
   group ``adamw`` while a single speedrun ``experiments/speedrun/tiny`` is in none. Run folders are
   repo-relative for a glob source and relative to the store URL for a store source. A group needs
-  ``min_runs`` runs; each gets a power-law fit (:mod:`leaderboard.scaling`).
+  ``min_runs`` runs; each gets a power-law fit (:mod:`leaderboard.scaling`). With ``min_hardware_flops``
+  set, a group is listed only when one of its runs used more hardware FLOPs than that (Marin's site: 3e20).
+
+Every track also names its ``frontier_rule`` (:mod:`leaderboard.frontier`): ``marin`` (the default, the
+rule of Marin's site) or ``dominance``.
+
+:data:`MARIN_TRACKS` is Marin's own track list (its ``data/tracks.json`` and the site's constants);
+``--tracks marin`` picks it.
 
 Tracks are configured in ``.github/openlab.yml`` under ``tracks:`` (a list of :class:`Track` objects);
 missing means :data:`DEFAULT_TRACKS`. The bot and the site both read them through :func:`parse_tracks`.
@@ -32,6 +40,9 @@ from runner.errors import ConfigError
 
 TrackKind = Literal["all", "flops_budget", "bpb_threshold", "scaling"]
 FlopsAxis = Literal["model_flops", "hardware_flops"]
+FrontierRule = Literal["marin", "dominance"]
+RankBy = Literal["bpb", "flops"]
+MARIN_SCALING_MIN_HARDWARE_FLOPS = 3e20
 
 
 class Track(BaseModel):
@@ -52,10 +63,21 @@ class Track(BaseModel):
         default="experiments/speedrun",
         description="scaling: folder whose nested run folders form groups (paths as the build sees them).",
     )
-    min_runs: int = Field(default=3, ge=3, description="scaling: runs a group needs to be fitted.")
+    min_runs: int = Field(default=3, ge=1, description="scaling: runs a group needs to be listed (a fit needs 3).")
     projection_flops: float = Field(default=1e22, gt=0, description="scaling: budget for projected BPB.")
     min_r2: float = Field(default=0.9, le=1, description="scaling: rows with a poorer fit are greyed.")
     color: str | None = Field(default=None, pattern=r"^#[0-9a-fA-F]{6}$")
+    frontier_rule: FrontierRule = Field(
+        default="marin", description="marin: Marin's site rule; dominance: drop runs another run dominates."
+    )
+    rank_by: RankBy = Field(
+        default="bpb", description="bpb_threshold: rank by BPB (Marin's table) or by FLOPs (least compute)."
+    )
+    min_hardware_flops: float | None = Field(
+        default=None,
+        gt=0,
+        description="scaling: list a group only when one of its runs used more hardware FLOPs (Marin: 3e20).",
+    )
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Track:
@@ -116,7 +138,7 @@ def _threshold(target: float) -> Track:
     return Track(
         id=f"sub_{label}",
         name=f"BPB ≤ {target:g}",
-        description=f"Least model FLOPs to reach ≤ {target:g} BPB on the primary eval set.",
+        description=f"Runs that reach ≤ {target:g} BPB on the primary eval set (and not the next band), best first.",
         kind="bpb_threshold",
         target_bpb=target,
     )
@@ -149,6 +171,29 @@ DEFAULT_TRACKS = Tracks(
 )
 
 
+def _marin_band(track_id: str, name: str, target: float, color: str) -> Track:
+    return Track(id=track_id, name=name, kind="bpb_threshold", target_bpb=target, color=color,
+                 description=f"Runs between the next lower target and {target:.4g} BPB, best BPB first.")
+
+
+# Marin's tracks (marin-community/speedrun data/tracks.json; the scaling cut-off is the site's
+# MIN_SCALING_LEADERBOARD_FLOPS). Its targets are its reference runs' BPBs on Paloma c4_en.
+MARIN_TRACKS = Tracks(
+    tracks=[
+        Track(id="all", name="All Runs", kind="all", color="#1a73e8",
+              description="All submitted runs regardless of target loss"),
+        _marin_band("llama_30m", "llama 30m (1.53 BPB)", 1.5263875722885132, "#eab308"),
+        _marin_band("llama_75m", "llama 75m (1.28 BPB)", 1.2788727283477783, "#6366f1"),
+        _marin_band("llama_300m", "llama 300m (1.10 BPB)", 1.103714942932129, "#14b8a6"),
+        _marin_band("llama_1_4b", "llama 1.4B (~0.9 BPB)", 0.9557313919067384, "#f472b6"),
+        Track(id="scaling", name="Scaling", kind="scaling", color="#4f46e5",
+              description="Group runs by leading folder to view scaling trends",
+              min_runs=1, min_hardware_flops=MARIN_SCALING_MIN_HARDWARE_FLOPS),
+    ]
+)
+PRESETS = {"marin": MARIN_TRACKS}
+
+
 def default_tracks() -> list[Track]:
     """A fresh copy of the default track list (for pydantic ``default_factory``)."""
     return list(DEFAULT_TRACKS.tracks)
@@ -178,10 +223,12 @@ def parse_tracks(data: Any, source: str = "tracks") -> Tracks:
 def load_tracks(path: str | Path | None) -> Tracks:
     """Read tracks from a YAML file (a bare list, or a file with a ``tracks:`` key such as openlab.yml).
 
-    ``None`` or a missing file means the defaults.
+    ``None`` or a missing file means the defaults; a preset's name (``marin``) means that preset.
     """
     if path is None:
         return DEFAULT_TRACKS
+    if str(path) in PRESETS:
+        return PRESETS[str(path)]
     p = Path(path)
     if not p.exists():
         return DEFAULT_TRACKS

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.load import LoadedRun, load_one
-from leaderboard.pages import RunPages, markup_safe
+from leaderboard.pages import RunPages, config_text, markup_safe
 from leaderboard.rows import Row, make_row
 
 INLINE_BELOW = 400
@@ -58,7 +58,7 @@ class _Slice:
         worker does while the parent ranks (its cores would otherwise idle)."""
         for index, (run, _) in self.runs.items():
             r = run.results
-            self.serialized[index] = (r.model_dump_json(), r.config.model_dump_json(indent=2))
+            self.serialized[index] = (r.model_dump_json(), config_text(r))
 
     def render(self, out: Path, ranks: Ranks, common: dict[str, Any]) -> tuple[list[str], bytes]:
         """Write the pages of the accepted runs in ``ranks``; (warnings, their runs.json items)."""

@@ -90,6 +90,12 @@ class OptimizerConfig(Strict):
     eps: float = Field(default=1e-8, gt=0)
     max_grad_norm: float | None = Field(default=1.0, gt=0)
     muon: MuonConfig = MuonConfig()
+    ema_beta: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Keep an exponential moving average of the weights (Marin's ema_beta) and evaluate with it.",
+    )
 
 
 class TrainConfig(Strict):
@@ -135,13 +141,41 @@ class DataSource(Strict):
         return self
 
 
+class MixtureComponent(Strict):
+    """One source of a data mixture and its relative weight."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    source: DataSource
+    weight: float = Field(gt=0, description="Relative weight; the weights are normalised to sum to 1.")
+
+
 class DataConfig(Strict):
     source: DataSource = DataSource(builtin="pydoc")
     tokenizer: str = Field(
-        default="byte", description="'byte' or a path to a Hugging Face tokenizers JSON file."
+        default="byte", description="'byte', a Hugging Face tokenizers JSON file, or hf:ORG/NAME[@REVISION]."
     )
     val_fraction: float = Field(default=0.1, gt=0, lt=1)
     cache_dir: str | None = Field(default=None, description="Token cache root (local path or gs://).")
+    mixture: list[MixtureComponent] | None = Field(
+        default=None,
+        description="Train on these weighted sources instead of `source`: every batch holds each in proportion.",
+    )
+
+    @model_validator(mode="after")
+    def _mixture(self) -> DataConfig:
+        if self.mixture is None:
+            return self
+        names = [c.name for c in self.mixture]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"mixture: components need unique names (got {names})")
+        if self.source != DataSource(builtin="pydoc"):
+            raise ValueError("give source or mixture, not both")
+        return self
+
+    def weights(self) -> dict[str, float]:
+        """Normalised mixture weights by component name (empty without a mixture)."""
+        total = sum(c.weight for c in self.mixture or [])
+        return {c.name: c.weight / total for c in self.mixture or []}
 
 
 class EvalSet(Strict):
@@ -195,6 +229,12 @@ class RunConfig(Strict):
 
     @model_validator(mode="after")
     def _cross(self) -> RunConfig:
+        if self.data.mixture is not None:
+            for s in self.eval.sets:
+                if s.source is None:
+                    raise ValueError(
+                        f"eval.sets: {s.name!r} has no source, and a data mixture has no single held-out split"
+                    )
         if self.schedule.warmup_steps >= self.train.steps:
             raise ValueError(
                 f"schedule.warmup_steps: {self.schedule.warmup_steps} must be below train.steps {self.train.steps}"

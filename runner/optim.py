@@ -9,6 +9,9 @@
 - Schedules (all with linear warmup from ``1/warmup`` of the peak): cosine to ``min_lr_ratio``; WSD
   (warmup-stable-decay: constant, then linear decay over the last ``decay_fraction`` of steps); linear decay;
   constant. Muon's learning rate follows the same shape scaled to its own peak.
+- ``ema_beta``: an exponential moving average of the weights, ``ema = beta * ema + (1 - beta) * params`` after
+  every update, kept in the optimizer state (:func:`ema_of_params`), so checkpoints and resume carry it; the
+  trainer evaluates with it (:func:`eval_params`). Levanter's ``ema_beta``, which Marin's configs record.
 - Global-norm gradient clipping before either optimizer. Gradient accumulation lives in the train step (a
   ``lax.scan`` over micro-batches), so one optimizer update is one step and resume stays exact.
 """
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -88,6 +92,38 @@ def make_optimizer(
             optax.scale_by_learning_rate(lr_schedule(sched, m.learning_rate, steps)),
         )
         inner = optax.multi_transform({"adamw": adamw, "muon": muon}, param_labels)
-    if opt.max_grad_norm is None:
-        return inner, lr
-    return optax.chain(optax.clip_by_global_norm(opt.max_grad_norm), inner), lr
+    parts = [] if opt.max_grad_norm is None else [optax.clip_by_global_norm(opt.max_grad_norm)]
+    parts.append(inner)
+    if opt.ema_beta is not None:
+        parts.append(ema_of_params(opt.ema_beta))
+    return (parts[0] if len(parts) == 1 else optax.chain(*parts)), lr
+
+
+class EmaParamsState(NamedTuple):
+    ema_params: Any
+
+
+def ema_of_params(beta: float) -> optax.GradientTransformation:
+    """Last in a chain: leaves the updates alone and averages the weights they produce.
+
+    Starts from the initial weights (as Levanter's EMA does); after step ``t`` the average is
+    ``beta**t * w0 + (1 - beta) * sum(beta**(t-k) * w_k)``.
+    """
+
+    def init(params: Any) -> EmaParamsState:
+        return EmaParamsState(ema_params=jax.tree_util.tree_map(lambda p: jnp.asarray(p, jnp.float32), params))
+
+    def update(updates: Any, state: EmaParamsState, params: Any = None) -> tuple[Any, EmaParamsState]:
+        if params is None:
+            raise ValueError("ema_of_params needs the params (pass them to tx.update)")
+        new = optax.apply_updates(params, updates)
+        ema = jax.tree_util.tree_map(lambda e, p: beta * e + (1.0 - beta) * p.astype(e.dtype), state.ema_params, new)
+        return updates, EmaParamsState(ema_params=ema)
+
+    return optax.GradientTransformation(init, update)
+
+
+def eval_params(state: dict) -> Any:
+    """The weights to evaluate: the EMA when the optimizer keeps one, else the live params."""
+    found = optax.tree_utils.tree_get(state["opt_state"], "ema_params", default=None)
+    return state["params"] if found is None else found

@@ -243,3 +243,106 @@ class Plan(Model):
         if any(len(w) > 4000 for w in v):
             raise ValueError("a warning is longer than 4000 characters")
         return v
+
+
+# --- Imported results: runs the lab did not run (``openlab leaderboard import``) ---------------------------
+
+IMPORTED_SCHEMA_VERSION = 1
+ImportFormat = Literal["marin-run_related_info", "marin-speedrun_config", "marin-run_info", "marin-leaderboard"]
+
+
+class ImportSource(Model):
+    """Where an imported run came from, so a reader can open the original."""
+
+    format: ImportFormat = Field(
+        description="marin-run_related_info: Marin's first speedrun_results.json (run_related_info + "
+        "run_stats); marin-speedrun_config: its short-lived middle one; marin-run_info: its later one (runs[].run_info); marin-leaderboard: Marin's site data "
+        "(data/runs.json, one LeaderboardEntry per run)."
+    )
+    path: str = Field(min_length=1, description="The file, relative to the imported folder.")
+    index: int = Field(ge=0, description="Position of the run in the file's list.")
+    repo: str | None = Field(default=None, description="Repository the file was read from, when given.")
+    commit: str | None = Field(default=None, description="Commit of that repository, when given.")
+    imported_at: datetime
+
+
+class ImportedResults(Model):
+    """One run whose numbers another lab recorded: Marin's fields as Marin wrote them, nothing invented.
+
+    Shown on the leaderboard marked *imported* (never verified). Every measurement is optional except
+    the BPB, because Marin's formats differ in what they record: the first format has no model FLOPs
+    (only a 6ND estimate, kept as ``flops_6nd``), and a field a file lacks stays ``None``.
+    """
+
+    kind: Literal["imported"] = "imported"
+    schema_version: Literal[1] = IMPORTED_SCHEMA_VERSION
+    run_id: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="Marin's run_name: the run folder under experiments/speedrun.")
+    bpb: float = Field(gt=0, description="Paloma c4_en BPB (Marin's eval/paloma/c4_en/bpb).")
+    eval_set: str = "paloma/c4_en"
+    model_flops: float | None = Field(default=None, gt=0)
+    model_flops_per_token: float | None = Field(default=None, gt=0)
+    hardware_flops: float | None = Field(default=None, gt=0)
+    flops_6nd: float | None = Field(default=None, gt=0, description="Marin's pre_run_flops_estimate (6·N·D).")
+    params: int | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, gt=0)
+    training_seconds: float | None = Field(default=None, ge=0)
+    num_devices: int | None = Field(default=None, gt=0)
+    num_chips: int | None = Field(default=None, gt=0)
+    device_flops: float | None = Field(default=None, gt=0)
+    author: Author | None = None
+    description: str = ""
+    wandb_url: str | None = None
+    finished_at: datetime | None = None
+    tokenized_dataset: str | None = None
+    model_config_: dict[str, Any] | None = Field(default=None, alias="model_config")
+    train_config: dict[str, Any] | None = None
+    resources: dict[str, Any] | None = None
+    source: ImportSource
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+    @field_validator("bpb", "model_flops", "hardware_flops", "training_seconds", "flops_6nd", "device_flops")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+    @property
+    def mfu(self) -> float | None:
+        if self.model_flops is None or not self.hardware_flops:
+            return None
+        return self.model_flops / self.hardware_flops
+
+
+def parse_imported(data: Any, source: str = "imported results") -> ImportedResults:
+    if not isinstance(data, dict):
+        raise ResultsError(f"{source}: expected a JSON object")
+    version = data.get("schema_version")
+    if isinstance(version, int) and version > IMPORTED_SCHEMA_VERSION:
+        raise ResultsError(
+            f"{source}: imported schema_version {version} is newer than this openlab understands "
+            f"({IMPORTED_SCHEMA_VERSION})"
+        )
+    try:
+        return ImportedResults.model_validate(data)
+    except ValidationError as err:
+        raise ResultsError(format_validation_error(err, source)) from None
+
+
+def loads_any_results(text: str | bytes, source: str = "results") -> Results | ImportedResults:
+    """A results file of either kind: a run of this lab (:class:`Results`) or an imported one."""
+    try:  # depth-bounded, like loads_results: an imported file is untrusted too
+        data = loads_json(text, source, parse_constant=_reject_constant)
+    except ParseError as err:
+        raise ResultsError(str(err)) from None
+    except ValueError as err:
+        raise ResultsError(f"{source}: not valid JSON: {err}") from None
+    if isinstance(data, dict) and data.get("kind") == "imported":
+        return parse_imported(data, source)
+    return parse_results(data, source)
+
+
+def dumps_imported(results: ImportedResults) -> str:
+    return results.model_dump_json(indent=2, by_alias=True) + "\n"

@@ -34,10 +34,11 @@ from runner import runinfo, store
 from runner.checkpoint import Checkpointer
 from runner.config import RunConfig, fingerprint
 from runner.data import Batches, TokenData, load_split, load_tokenizer
+from runner.data.mixture import MixtureBatches
 from runner.errors import ConfigError, OpenlabError
 from runner.eval import evaluate, load_eval_sets
 from runner.flops import FLOPS_FORMULA, lm_flops_per_token, param_count, peak_flops_per_chip
-from runner.optim import make_optimizer
+from runner.optim import eval_params, make_optimizer
 from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed
 from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps_results
 from runner.tracking import Tracker
@@ -91,7 +92,7 @@ class _Run:
     tx: optax.GradientTransformation
     lr: optax.Schedule
     shardings: Any
-    batches: Batches
+    batches: Batches | MixtureBatches
     train_data: TokenData
     eval_sets: dict[str, TokenData]
     token_bytes: np.ndarray
@@ -139,7 +140,7 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
     restore_signal = _STOP.install()
     try:
         state, train_seconds = _loop(run, tracker, state, start, train_seconds)
-        evals = _eval_all(run, state["params"])
+        evals = _eval_all(run, eval_params(state))
         tracker.log(cfg.train.steps, _eval_metrics(evals))
         results = _results(run, run_id, evals, train_seconds, tracker, started_at)
         tracker.summary({"bpb": results.bpb, "model_flops": results.model_flops, "mfu": results.mfu})
@@ -160,8 +161,14 @@ def _prepare(cfg: RunConfig, out: Path) -> _Run:
         raise ConfigError(
             f"model.vocab_size: {cfg.model.vocab_size} is smaller than the tokenizer's {tok.vocab_size} tokens"
         )
-    train_data = load_split(cfg.data, "train", tokenizer=tok)
-    batches = Batches(train_data, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
+    batches: Batches | MixtureBatches
+    if cfg.data.mixture:
+        parts = {c.name: load_split(cfg.data, "train", source=c.source, tokenizer=tok) for c in cfg.data.mixture}
+        batches = MixtureBatches.build(parts, cfg.data.weights(), cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
+        train_data = next(iter(parts.values()))  # for the tokenizer; the data fingerprint covers every part
+    else:
+        train_data = load_split(cfg.data, "train", tokenizer=tok)
+        batches = Batches(train_data, cfg.model.seq_len, cfg.train.batch_size, cfg.train.seed)
     eval_sets = load_eval_sets(cfg, tok)
     token_bytes = np.zeros(cfg.model.vocab_size, dtype=np.int64)
     token_bytes[: tok.vocab_size] = tok.token_bytes()
@@ -201,7 +208,7 @@ def _loop(run: _Run, tracker: Tracker, state: State, start: int, train_seconds: 
                            "throughput/tokens_per_second": tps, "throughput/mfu": mfu})
         tracker.progress(done, m["loss"], tps)
         if do_eval:
-            tracker.log(done, _eval_metrics(_eval_all(run, state["params"])))
+            tracker.log(done, _eval_metrics(_eval_all(run, eval_params(state))))
         if do_ckpt:
             run.ckpt.save(state, done, cfg, train_seconds)
         if stop:
@@ -243,7 +250,7 @@ def _results(
     sha, dirty, remote = runinfo.git_state()
     data_fp = fingerprint({
         "tokenizer": run.train_data.manifest.tokenizer,
-        "train": run.train_data.fingerprint,
+        "train": run.batches.fingerprint if isinstance(run.batches, MixtureBatches) else run.train_data.fingerprint,
         "eval": {k: v.fingerprint for k, v in run.eval_sets.items()},
     })
     return Results(

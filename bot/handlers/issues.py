@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
@@ -9,7 +10,7 @@ from markupsafe import Markup
 
 from bot.actions import Action, AddLabels, CreateStarter, RecordPreregistration, RemoveLabel, UpsertComment
 from bot.events import IssuesEvent
-from bot.forms import FORMS, Form, bundled_form, load_form, parse_body, which_form
+from bot.forms import FORMS, TEMPLATE_DIR, Form, bundled_form, load_templates, parse_body, which_form
 from bot.handlers import Env, load_repo_config
 from bot.ledger import LedgerView
 from bot.preregistration import check, next_file, slugify
@@ -17,6 +18,7 @@ from bot.render import render, render_comment
 from bot.repo_config import RepoConfig
 
 STARTER_OPTION = "starter"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -27,15 +29,21 @@ class IssueFacts:
 
 
 def gather(event: IssuesEvent, env: Env) -> IssueFacts:
+    """Every issue template the repository has (``.github/ISSUE_TEMPLATE/``); ours where it has none."""
     repo = event.repository.full_name
     config, error = load_repo_config(env, repo)
-    forms: dict[str, Form] = {}
-    for name in FORMS:
-        text = env.gh.get_contents(repo, f".github/ISSUE_TEMPLATE/{name}.yml")
-        try:
-            forms[name] = load_form(name, text) if text else bundled_form(name)
-        except Exception:  # a broken form file in the repo: fall back to ours rather than go silent
-            forms[name] = bundled_form(name)
+    files: dict[str, str] = {}
+    for entry in env.gh.list_dir(repo, TEMPLATE_DIR):
+        name = str(entry.get("name") or "")
+        if entry.get("type") == "file" and name.rsplit(".", 1)[-1] in ("yml", "yaml", "md"):
+            text = env.gh.get_contents(repo, f"{TEMPLATE_DIR}/{name}")
+            if text is not None:
+                files[name] = text
+    forms, problems = load_templates(files)
+    for problem in problems:  # one broken template must not silence the others
+        log.warning("%s: %s", repo, problem)
+    for name in FORMS:  # ours answer where the lab has no (readable) form of that name
+        forms.setdefault(name, bundled_form(name))
     return IssueFacts(config=config, config_error=error, forms=forms)
 
 

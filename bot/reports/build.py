@@ -1,6 +1,12 @@
 """From a GitHub snapshot (plus the overlay and the store's executions) to grouped report rows.
 
 Pure functions: no network, so the 2,000-issue benchmark measures this and the rendering alone.
+
+As Marin's generator (``scripts/pm/itemize_experiment_issues.py``) does, W&B links are also taken from the
+issue body: runs (``wandb.ai/<entity>/<project>/runs/<id>``) and reports (``wandb.ai/.../reports/...`` and
+``api.wandb.ai/links/...``); and a conclusion may be an inline ``Conclusion: ...`` line (bold or not) as well
+as a ``## Conclusion`` section. Issues labelled as Marin labels them (``experiments``,
+``community-experiment-submission``) count as experiments.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from leaderboard.execution_pages import page_name
 from runner.executor.dispatch import RUN_ID_PATTERN
 
 MARKER = re.compile(r"<!--\s*openlab:([a-z0-9_-]+):([^\s>]*)\s*-->")
-WANDB = re.compile(r"https://wandb\.ai/[A-Za-z0-9_.\-/]+")
+WANDB = re.compile(r"https://(?:api\.wandb\.ai/links|wandb\.ai)/[A-Za-z0-9_.\-/]+")
+INLINE_CONCLUSION = re.compile(r"(?im)^[ \t>*_-]*(?:\*\*|__)?conclusions?(?:\*\*|__)?\s*:(?:\*\*|__)?[ \t]*(\S.*)$")
+EXPERIMENT_LABELS = frozenset({"experiment", "experiments", "community-experiment-submission"})
 PREREG = re.compile(r"(?i)preregistration:\s*#(\d+)|\b(?:closes|fixes|resolves|refs?)\s+#(\d+)")
 BRANCH = re.compile(r"(?i)(?:^|/)exp-?(\d+)(?:[_-]|$)")
 CONCLUSION = re.compile(r"(?im)^#{1,4}\s*conclusions?\s*$")
@@ -25,16 +33,26 @@ MAX_CONCLUSION = 600
 
 
 def section_after_heading(body: str) -> str | None:
-    """The text under a 'Conclusion' heading, up to the next heading; None if absent or blank."""
+    """The text under a 'Conclusion' heading, up to the next heading, else an inline 'Conclusion: ...' line;
+    None if absent or blank."""
     m = CONCLUSION.search(body or "")
     if not m:
-        return None
+        inline = INLINE_CONCLUSION.search(body or "")
+        text = inline.group(1).strip().rstrip("*_ ").strip() if inline else ""
+        return text[:MAX_CONCLUSION] if text and text != "_No response_" else None
     rest = body[m.end() :]
     nxt = HEADING.search(rest)
     text = (rest[: nxt.start()] if nxt else rest).strip()
     if not text or text == "_No response_":
         return None
     return text[:MAX_CONCLUSION]
+
+
+def wandb_title(url: str) -> str:
+    """A run's id for a run link (as before); 'W&B report' for a report (Marin's generator names them so)."""
+    if "/runs/" in url:
+        return url.rstrip("/").rsplit("/", 1)[-1]
+    return "W&B report"
 
 
 def _bot_summary(body: str) -> str | None:
@@ -101,7 +119,7 @@ def build_reports(
     reports: dict[int, ExperimentReport] = {}
     for issue in snap.issues:
         labels = set(issue["labels"])
-        kind = "speedrun" if "speedrun" in labels else "experiment" if "experiment" in labels else None
+        kind = "speedrun" if "speedrun" in labels else "experiment" if labels & EXPERIMENT_LABELS else None
         if kind is None or issue["number"] in hidden:
             continue
         reports[issue["number"]] = _report(
@@ -135,7 +153,7 @@ def _report(
     comments = [c for t in threads for c in comments_by_number.get(t, [])]
     bot_comments = [c for c in comments if c["user"] == bot_login]
     bot_kinds = {m.group(1) for c in bot_comments for m in MARKER.finditer(c["body"])}
-    wandb = sorted({u.rstrip(".") for c in bot_comments for u in WANDB.findall(c["body"])})
+    wandb = sorted({u.rstrip(".") for c in [*bot_comments, issue] for u in WANDB.findall(c["body"])})
     run_ids = {r for c in bot_comments for r in RUN_ID.findall(c["body"])}
     by_run, by_issue = executions
     execs = dict(by_issue.get(n, []))
@@ -164,7 +182,7 @@ def _report(
         author=issue["user"],
         created_at=issue["created_at"][:10],
         pulls=[Link(title=f"#{p['number']} {p['title']}", url=p["html_url"]) for p in pulls],
-        wandb=[Link(title=u.rsplit("/", 1)[-1], url=u) for u in wandb],
+        wandb=[Link(title=wandb_title(u), url=u) for u in wandb],
         executions=[
             Link(title=f"{rid} ({st})", url=f"{execution_base}/{page_name(rid)}") for rid, st in execs.items()
         ],

@@ -1,4 +1,6 @@
-"""Tokenizers: byte-level by default (needs nothing), or a Hugging Face ``tokenizers`` JSON file by path.
+"""Tokenizers: byte-level by default (needs nothing), a Hugging Face ``tokenizers`` JSON file by path, or a
+tokenizer on the Hugging Face Hub by name (``hf:NAME[@REVISION]``: its ``tokenizer.json``, fetched once into
+the Hub cache; where the Hub cannot be reached the error names the tokenizer).
 
 Each tokenizer also knows how many UTF-8 bytes every token id stands for (``token_bytes``), which is what makes
 bits-per-byte exact: special tokens count 0 bytes, and eval excludes them from both sums.
@@ -125,7 +127,25 @@ _EOS_NAMES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>", "[SEP]")
 
 
 def load_tokenizer(spec: str) -> Tokenizer:
-    """'byte' or a path to a tokenizers JSON file."""
+    """'byte', a path to a tokenizers JSON file, or ``hf:NAME[@REVISION]`` on the Hugging Face Hub."""
     if spec == "byte":
         return ByteTokenizer()
+    if spec.startswith("hf:"):
+        return HFTokenizer(_hub_tokenizer_file(spec))
     return HFTokenizer(spec)
+
+
+def _hub_tokenizer_file(spec: str) -> str:
+    name, _, revision = spec.removeprefix("hf:").partition("@")
+    if not name or "/" not in name:
+        raise DataError(f"data.tokenizer: {spec!r}: expected hf:ORG/NAME[@REVISION]")
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return hf_hub_download(name, "tokenizer.json", revision=revision or None)
+    except Exception as err:  # offline, gated, missing file: one line naming the tokenizer
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise DataError(
+            f"data.tokenizer: cannot fetch tokenizer.json of {name}{'@' + revision if revision else ''} "
+            f"from the Hugging Face Hub ({type(err).__name__}: {first[:200]})"
+        ) from None

@@ -25,8 +25,14 @@ def run_tokenize(cfg: TokenizeConfig, ctx: StepContext) -> dict:
     from runner.data import load_split
 
     data = cfg.data.model_copy(update={"cache_dir": ctx.output_path})
-    out = {}
+    out: dict = {}
     for split in cfg.splits:
+        if data.mixture:  # every component in the same cache, each under its own key
+            out[split] = {}
+            for c in data.mixture:
+                m = load_split(data, split, source=c.source).manifest
+                out[split][c.name] = {"documents": m.documents, "tokens": m.tokens, "bytes": m.bytes}
+            continue
         m = load_split(data, split).manifest
         out[split] = {"documents": m.documents, "tokens": m.tokens, "bytes": m.bytes}
     return out

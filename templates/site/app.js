@@ -77,7 +77,9 @@
     var code = r.code ? ' <a class="muted" href="' + esc(r.code) + '" title="code at its commit">code</a>' : "";
     var who = r.author ? (r.aurl ? '<a href="' + esc(r.aurl) + '" rel="nofollow noopener">' + esc(r.author) + "</a>" : esc(r.author)) : "—";
     if (r.aff) who += ' <span class="muted">' + esc(r.aff) + "</span>";
-    var badge = r.verification === "verified" ? '<span class="badge verified">verified</span>' : '<span class="badge self">self-reported</span>';
+    var badge = r.verification === "verified" ? '<span class="badge verified">verified</span>'
+      : r.verification === "imported" ? '<span class="badge imported" title="recorded by another lab, not run here">imported</span>'
+      : '<span class="badge self">self-reported</span>';
     return "<tr data-run=\"" + esc(r.id) + "\"><td class=\"num\">" + rank + "</td><td><a href=\"runs/" + esc(r.slug) + '.html">' + esc(r.name) + "</a>" + code +
       "</td><td>" + who + "</td><td>" + esc(r.date) + '</td><td class="num">' + si(r.params) + '</td><td class="num">' + si(r.tokens) +
       '</td><td class="num">' + dur(r.seconds) + '</td><td class="num">' + sci(r.model_flops) + '</td><td class="num">' + sci(r.hardware_flops) +
@@ -153,7 +155,7 @@
       parts.push('<path class="frontier" d="' + d + '"/>');
     }
     pts.forEach(function (r) {
-      parts.push('<circle class="pt' + (front.has(r.i) ? " front" : "") + '" data-i="' + r.i + '" cx="' + X(r[ax]).toFixed(1) + '" cy="' + Y(r.bpb).toFixed(1) + '" r="' + (front.has(r.i) ? 4 : 3) + '"/>');
+      parts.push('<circle class="pt' + (front.has(r.i) ? " front" : "") + (r.verification === "imported" ? " imported" : "") + '" data-i="' + r.i + '" cx="' + X(r[ax]).toFixed(1) + '" cy="' + Y(r.bpb).toFixed(1) + '" r="' + (front.has(r.i) ? 4 : 3) + '"/>');
     });
     svg.innerHTML = parts.join("");
   }
@@ -166,7 +168,7 @@
     var r = pointRun(ev);
     if (!r) { tip.hidden = true; return; }
     tip.innerHTML = "<strong>" + esc(r.name) + "</strong><br>" + esc(r.author) + (r.aff ? " · " + esc(r.aff) : "") +
-      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs";
+      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs" + (r.verification === "imported" ? " · imported" : "");
     var box = svg.parentNode.getBoundingClientRect();
     tip.style.left = Math.min(ev.clientX - box.left + 12, box.width - 200) + "px";
     tip.style.top = (ev.clientY - box.top + 12) + "px";

@@ -26,19 +26,23 @@ def ids(rs) -> list[str]:
 
 def test_frontier_rule_ties_and_order() -> None:
     a, b, c, d, e = R(1, 1e15, 3.0), R(2, 2e15, 3.0), R(3, 2e15, 2.5), R(4, 4e15, 2.6), R(5, 8e15, 2.0)
-    front = pareto_frontier([e, d, c, b, a])
+    front = pareto_frontier([e, d, c, b, a], rule="dominance")
     # b ties a on BPB at more FLOPs: not dominated (needs strictly lower BPB); but c has equal FLOPs and lower BPB.
     assert ids(front) == ids([a, c, e])
     same = R(6, 1e15, 3.0)
-    assert set(ids(pareto_frontier([a, same]))) == {a.run_id, same.run_id}
-    assert ids(pareto_frontier([a, R(7, 2e15, 3.0)])) == [a.run_id, "run-0-00007"]
+    assert set(ids(pareto_frontier([a, same], rule="dominance"))) == {a.run_id, same.run_id}
+    assert ids(pareto_frontier([a, R(7, 2e15, 3.0)], rule="dominance")) == [a.run_id, "run-0-00007"]
+    # Marin's rule (the default): a strictly better BPB than every cheaper-or-earlier run, in stable order.
+    assert ids(pareto_frontier([e, d, c, b, a])) == ids([a, c, e])
+    assert ids(pareto_frontier([a, same])) == [a.run_id]
+    assert ids(pareto_frontier([b, c])) == ids([b, c])  # equal FLOPs: the later, better one is kept too
 
 
 def test_frontier_matches_brute_force() -> None:
     rng = random.Random(3)
     runs = [R(i, rng.choice([1e14, 2e14, 5e14, 1e15, 3e15]), rng.choice([2.0, 2.1, 2.2, 2.5, 3.0])) for i in range(200)]
     brute = {r.run_id for r in runs if not is_dominated(r, runs)}
-    assert set(ids(pareto_frontier(runs))) == brute
+    assert set(ids(pareto_frontier(runs, rule="dominance"))) == brute
     flops = [r.model_flops for r in pareto_frontier(runs)]
     assert flops == sorted(flops)
 
@@ -73,8 +77,10 @@ def test_scaling_membership_by_folder() -> None:
 
 def test_ranking_bpb_tracks_by_flops_others_by_bpb() -> None:
     runs = [R(1, 3e14, 2.2), R(2, 1e14, 2.4), R(3, 2e14, 2.1)]
-    band = DEFAULT_TRACKS.get("sub_2_5")
-    assert band is not None
+    marin_band = DEFAULT_TRACKS.get("sub_2_5")
+    assert marin_band is not None
+    assert ids(rank_track(runs, marin_band, DEFAULT_TRACKS)) == ids([runs[2], runs[0], runs[1]])  # Marin: by BPB
+    band = marin_band.model_copy(update={"rank_by": "flops"})
     assert ids(rank_track(runs, band, DEFAULT_TRACKS)) == ids([runs[1], runs[2], runs[0]])
     all_ = DEFAULT_TRACKS.get("all")
     assert all_ is not None
@@ -94,7 +100,7 @@ def test_pareto_update_summary() -> None:
     assert [d.run_id for d in u.displaced] == [old[1].run_id]
     assert u.dominated_by == []
     assert u.bpb_track is not None and u.bpb_track.track_id == "sub_2_5"
-    assert (u.bpb_track.rank, u.bpb_track.of) == (1, 3)  # 2.0 < bpb <= 2.5, least FLOPs first
+    assert (u.bpb_track.rank, u.bpb_track.of) == (1, 3)  # 2.0 < bpb <= 2.5, best BPB first
     assert any(t.track_id == "all" and t.rank == 1 for t in u.tracks)
     worse = pareto_update(R(6, 9e14, 2.5), old, DEFAULT_TRACKS)
     assert not worse.on_frontier
