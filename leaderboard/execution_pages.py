@@ -33,7 +33,7 @@ def common_context(site_title: str = "openlab", root: str = "../") -> dict[str, 
         "site_title": site_title,
         "root": root,
         "built_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "n_runs": 0,
+        "n_runs": None,  # not a leaderboard page: base.html.j2 then says where the page comes from instead
         "n_warnings": 0,
         "key_id": None,
     }

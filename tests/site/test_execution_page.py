@@ -1,0 +1,21 @@
+"""An execution page's footer states where it comes from (not "0 runs … no key given"); node labels fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from leaderboard.execution_pages import page_name, write_execution_pages
+from tests.browse.records import write_launch
+
+
+def test_execution_page_footer_and_labels(tmp_path: Path) -> None:
+    outcomes = dict.fromkeys(("ingest", "tokenize", "filter", "train"), "succeeded")
+    write_launch(str(tmp_path / "store"), "run-2", outcomes, status="SUCCESS")
+    views, _ = write_execution_pages(str(tmp_path / "store"), tmp_path / "site")
+    html = (tmp_path / "site" / "executions" / page_name(views[0].run_id)).read_text()
+    assert "no key given" not in html and "from 0 runs" not in html
+    assert "run records in the lab&#39;s store" in html or "run records in the lab's store" in html
+    assert 'width="280" height="44"' in html
+    for s in views[0].steps:
+        if len(s.identity) <= views[0].node_chars:
+            assert f'class="node-name">{s.identity}</text>' in html
