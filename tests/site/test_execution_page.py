@@ -19,3 +19,15 @@ def test_execution_page_footer_and_labels(tmp_path: Path) -> None:
     for s in views[0].steps:
         if len(s.identity) <= views[0].node_chars:
             assert f'class="node-name">{s.identity}</text>' in html
+
+
+def test_execution_page_has_no_local_path_and_no_stale_plan_note(tmp_path: Path) -> None:
+    outcomes = dict.fromkeys(("ingest", "tokenize", "filter", "train"), "succeeded")
+    store = tmp_path / "store"
+    write_launch(str(store), "run-3", outcomes, status="SUCCESS")
+    views, _ = write_execution_pages(str(store), tmp_path / "site")
+    html = (tmp_path / "site" / "executions" / page_name(views[0].run_id)).read_text()
+    assert str(tmp_path) not in html
+    for s in views[0].steps:
+        if s.status == "succeeded" and s.note:
+            assert f'<span class="muted">{s.note}</span>' not in html
