@@ -31,3 +31,17 @@ def test_execution_page_has_no_local_path_and_no_stale_plan_note(tmp_path: Path)
     for s in views[0].steps:
         if s.status == "succeeded" and s.note:
             assert f'<span class="muted">{s.note}</span>' not in html
+
+
+def test_execution_page_links_the_run_page_when_the_leaderboard_has_it(tmp_path: Path) -> None:
+    from leaderboard.rows import slugify
+
+    store, site = tmp_path / "store", tmp_path / "site"
+    write_launch(str(store), "run-4", dict.fromkeys(("ingest", "tokenize", "filter", "train"), "succeeded"))
+    views, _ = write_execution_pages(str(store), site)
+    page = site / "executions" / page_name(views[0].run_id)
+    assert 'id="run-link"' not in page.read_text()
+    (site / "runs").mkdir()
+    (site / "runs" / f"{slugify(views[0].run_id)}.html").write_text("<p>run</p>")
+    write_execution_pages(str(store), site)
+    assert f'href="../runs/{slugify(views[0].run_id)}.html" id="run-link"' in page.read_text()
