@@ -42,7 +42,7 @@ test: venv system-deps node-tools github-specs lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 demo: venv
-	$(BIN)/openlab demo
+	$(BIN)/openlab demo --screenshots demo/screenshots
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py
