@@ -48,7 +48,7 @@ wheel-check:
 	PY=$(PY) bash tools/wheel-check.sh
 
 demo: venv
-	$(BIN)/openlab demo
+	$(BIN)/openlab demo --screenshots demo/screenshots
 
 bench: venv
 	$(BIN)/python benchmarks/run_all.py

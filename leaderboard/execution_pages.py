@@ -16,6 +16,7 @@ from jinja2 import Environment
 from leaderboard.browse.paths import relative
 from leaderboard.executions import ExecutionView, load_executions, status_counts
 from leaderboard.pages import environment
+from leaderboard.rows import slugify
 
 SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
@@ -33,7 +34,7 @@ def common_context(site_title: str = "openlab", root: str = "../") -> dict[str, 
         "site_title": site_title,
         "root": root,
         "built_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "n_runs": 0,
+        "n_runs": None,  # not a leaderboard page: base.html.j2 then says where the page comes from instead
         "n_warnings": 0,
         "key_id": None,
     }
@@ -57,8 +58,11 @@ def write_execution_pages(
     folder.mkdir(parents=True, exist_ok=True)
     css = (Path(env.loader.searchpath[0]) / "execution.css").read_text()  # type: ignore[union-attr]
     for view in views:
+        # The leaderboard (built first into the same folder) has the run's page when its results landed.
+        slug = slugify(view.run_id)
+        run_page = f"../runs/{slug}.html" if (Path(out) / "runs" / f"{slug}.html").is_file() else None
         html = env.get_template("execution.html.j2").render(
-            **ctx, ex=view, browse_base=browse_base, execution_css=css
+            **ctx, ex=view, browse_base=browse_base, execution_css=css, run_page=run_page
         )
         (folder / page_name(view.run_id)).write_text(html, encoding="utf-8")
     index = env.get_template("executions.html.j2").render(

@@ -47,7 +47,9 @@ _OUTCOME: dict[str, Shown] = {
 }
 _LIVE: dict[str, Shown] = {"RUNNING": "running", "SUCCESS": "succeeded", "FAILED": "failed"}
 
-NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 190, 44, 60, 18, 12
+# Wide enough for a typical "<experiment>/<step>-<hash>" identity at 12px; longer ones are shortened with a tooltip.
+NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 280, 44, 48, 18, 12
+NODE_CHARS = 40
 
 
 class StepView(BaseModel):
@@ -99,6 +101,8 @@ class ExecutionView(BaseModel):
     height: int
     failures: list[str]
     warnings: list[str]
+    node_w: int = NODE_W
+    node_chars: int = NODE_CHARS
 
     @property
     def running(self) -> bool:

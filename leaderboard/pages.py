@@ -82,36 +82,81 @@ def markup_safe(json_text: str) -> str:
     return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def loss_curve_svg(url: str, source: str) -> tuple[str | None, list[str]]:
-    """An inline SVG of ``train/loss`` by ``step`` from metrics.jsonl; bad lines are skipped and counted."""
+# (title, y-axis label, metric key; a key ending in "/" matches the first eval set's "eval/<set>/bpb")
+CURVES = [
+    ("Training loss", "loss (nats/token)", "train/loss"),
+    ("Eval BPB", "bits per byte", "eval/"),
+    ("Learning rate", "learning rate", "train/lr"),
+    ("Gradient norm", "grad norm", "train/grad_norm"),
+]
+
+
+def metric_series(url: str) -> tuple[dict[str, list[tuple[float, float]]], int, str | None]:
+    """Every numeric metric by step from metrics.jsonl: (series by key, bad line count, read error)."""
     try:
         text = _read(url).decode("utf-8", errors="replace")
     except OSError as err:
-        return None, [f"{url}: cannot read metrics: {err}"]
-    pts: list[tuple[float, float]] = []
+        return {}, 0, f"{url}: cannot read metrics: {err}"
+    series: dict[str, list[tuple[float, float]]] = {}
     bad = 0
     for line in text.splitlines():
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-            step, loss = float(obj["step"]), float(obj["train/loss"])
+            step = float(obj["step"])
         except (ValueError, KeyError, TypeError):
             bad += 1
             continue
-        if math.isfinite(step) and math.isfinite(loss):
-            pts.append((step, loss))
-    warnings = [f"{url}: {bad} metrics line(s) without numeric step and train/loss skipped"] if bad else []
-    if len(pts) < 2:
-        return None, warnings
-    pts.sort()
-    stride = max(1, len(pts) // MAX_CURVE_POINTS)
-    pts = pts[::stride]
-    return _polyline_svg(pts), warnings
+        if not isinstance(obj, dict) or not math.isfinite(step):
+            continue
+        for k, v in obj.items():
+            if k != "step" and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+                series.setdefault(k, []).append((step, float(v)))
+    return series, bad, None
 
 
-def _polyline_svg(pts: list[tuple[float, float]]) -> str:
-    W, H, L, R, T, B = 800, 260, 56, 12, 12, 32
+def loss_curve_svg(url: str, source: str) -> tuple[str | None, list[str]]:
+    """An inline SVG of ``train/loss`` by ``step`` from metrics.jsonl; bad lines are skipped and counted."""
+    charts, warnings = curve_svgs(url)
+    loss = [svg for title, svg in charts if title == "Training loss"]
+    return (loss[0] if loss else None), warnings
+
+
+def curve_svgs(url: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """(title, SVG) for each of CURVES the metrics hold at two or more steps, and warnings."""
+    series, bad, err = metric_series(url)
+    if err:
+        return [], [err]
+    warnings = [f"{url}: {bad} metrics line(s) without a numeric step skipped"] if bad else []
+    charts = []
+    for title, ylabel, key in CURVES:
+        if key.endswith("/"):
+            key = next((k for k in sorted(series) if k.startswith(key) and k.endswith("/bpb")), key)
+        pts = sorted(series.get(key, []))
+        if len(pts) < 2:
+            continue
+        stride = max(1, len(pts) // MAX_CURVE_POINTS)
+        charts.append((title, _polyline_svg(pts[::stride], ylabel, title)))
+    return charts, warnings
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """Round tick values (1, 2 or 5 × 10^k apart) covering [lo, hi]."""
+    span = hi - lo
+    raw = span / max(1, n - 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    return [first + i * step for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
+
+
+def _polyline_svg(pts: list[tuple[float, float]], ylabel: str = "loss", title: str = "training loss") -> str:
+    W, H, L, R, T, B = 800, 260, 72, 12, 12, 44
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     x0, x1 = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
     y0, y1 = min(ys), max(ys) if max(ys) > min(ys) else min(ys) + 1
@@ -124,20 +169,34 @@ def _polyline_svg(pts: list[tuple[float, float]]) -> str:
 
     line = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)
     ticks = []
-    for k in range(5):
-        v = y0 + (y1 - y0) * k / 4
+    for v in _nice_ticks(y0, y1):
         ticks.append(
-            f'<line x1="{L}" x2="{W - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}"/>'
-            f'<text x="{L - 6}" y="{Y(v) + 4:.1f}" text-anchor="end">{v:.3f}</text>'
+            f'<line class="grid" x1="{L}" x2="{W - R}" y1="{Y(v):.1f}" y2="{Y(v):.1f}"/>'
+            f'<text class="ytick" x="{L - 6}" y="{Y(v) + 4:.1f}" text-anchor="end">{_fmt(v)}</text>'
         )
+    for v in _nice_ticks(x0, x1):
+        ticks.append(
+            f'<line class="grid" x1="{X(v):.1f}" x2="{X(v):.1f}" y1="{T}" y2="{H - B}"/>'
+            f'<text class="xtick" x="{X(v):.1f}" y="{H - B + 16}" text-anchor="middle">{v:g}</text>'
+        )
+    mid = (T + H - B) / 2
     labels = (
-        f'<text x="{L}" y="{H - 10}">step {x0:g}</text>'
-        f'<text x="{W - R}" y="{H - 10}" text-anchor="end">step {x1:g}</text>'
+        f'<text class="xlabel" x="{(L + W - R) / 2}" y="{H - 4}" text-anchor="middle">step</text>'
+        f'<text class="ylabel" x="14" y="{mid}" transform="rotate(-90 14 {mid})" text-anchor="middle">{ylabel}</text>'
     )
     return (
-        f'<svg class="loss" viewBox="0 0 {W} {H}" role="img" aria-label="training loss by step">'
+        f'<svg class="loss curve" viewBox="0 0 {W} {H}" role="img" aria-label="{title.lower()} by step">'
         f'{"".join(ticks)}{labels}<polyline points="{line}"/></svg>'
     )
+
+
+def public_source(source: str) -> str:
+    """The results file as readers may see it: a relative path as given, else only its last two parts
+    (an absolute path or URL names the build machine's folders, which say nothing to a reader)."""
+    if "://" not in source and not source.startswith(("/", "~")) and ".." not in source and ":\\" not in source:
+        return source
+    parts = [p for p in source.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:])
 
 
 class RunPages:
@@ -195,7 +254,12 @@ class RunPages:
         }
 
     def context(
-        self, run: LoadedRun, row: Row, ranks: list[dict[str, Any]], loss_svg: str | None, config_json: str
+        self,
+        run: LoadedRun,
+        row: Row,
+        ranks: list[dict[str, Any]],
+        curves: list[tuple[str, str]],
+        config_json: str,
     ) -> dict:
         r = run.results
         p = r.provenance
@@ -206,12 +270,13 @@ class RunPages:
             "row": row,
             "ranks": ranks,
             "source": run.source,
+            "source_name": public_source(run.source),
             "author_url": safe_url(r.author.url) if r.author else None,
             "pr_url": f"{repo}/pull/{p.pr}" if repo and p.pr else None,
             "issue_url": f"{repo}/issues/{p.issue}" if repo and p.issue else None,
             "exec_url": safe_url(p.execution_url),
             "config_json": config_json,
-            "loss_svg": Markup(loss_svg) if loss_svg else None,
+            "curves": [(t, Markup(svg)) for t, svg in curves],
         }
 
     def render(
@@ -219,14 +284,14 @@ class RunPages:
     ) -> tuple[str, list[str]]:
         """HTML of one run page and any warnings (metrics problems). ``config_json``: if already made."""
         warnings: list[str] = []
-        loss_svg = None
+        curves: list[tuple[str, str]] = []
         if run.metrics:
-            loss_svg, warnings = loss_curve_svg(run.metrics, run.source)
+            curves, warnings = curve_svgs(run.metrics)
         if config_json is None:
             config_json = config_text(run.results)
         if isinstance(run.results, ImportedResults):
             return self.imported.render(self.imported_context(run, row, ranks, config_json)), warnings
-        ctx = self.context(run, row, ranks, loss_svg, config_json)
+        ctx = self.context(run, row, ranks, curves, config_json)
         if self.frame is None:
             return self.template.render(ctx), warnings
         c = self.template.new_context(ctx)

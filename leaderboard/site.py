@@ -53,6 +53,9 @@ COLUMNS = [
     ("verification", "Status", False),
 ]
 FEED_SIZE = 50
+# Up to this size the table is also inlined in index.html, so the page works opened as a file (file://),
+# where browsers refuse fetch(); a bigger table stays out of the page to keep first paint fast.
+EMBED_MAX_BYTES = 2_000_000
 
 
 class BuildOptions(BaseModel):
@@ -355,8 +358,10 @@ def _build_into(
         # Everything below needs only the rows: it runs while the workers write the run pages.
         frontiers = _frontiers(rows, ranked, {t.id: t.frontier_rule for t in tracks})
         table = _table(rows, tracks, ranked, frontiers)
-        table_bytes = _write(tmp / "data" / "table.json", script_json(table))
-        index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common))
+        table_text = script_json(table)
+        table_bytes = _write(tmp / "data" / "table.json", table_text)
+        embedded = table_text if table_bytes <= EMBED_MAX_BYTES else None
+        index_bytes = _write(tmp / "index.html", _index_html(rows, tracks, ranked, opts, common, embedded))
         for t in tracks:
             _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
         _write(tmp / "feed.xml", _feed(rows, frontiers, common))
@@ -378,7 +383,12 @@ def _build_into(
 
 
 def _index_html(
-    rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], opts: BuildOptions, common: dict[str, Any]
+    rows: list[Row],
+    tracks: Tracks,
+    ranked: dict[str, list[Row]],
+    opts: BuildOptions,
+    common: dict[str, Any],
+    embedded: str | None = None,
 ) -> str:
     inf = float("inf")  # imported runs of Marin's first format have no model FLOPs
     best = min(rows, key=lambda r: (r.bpb, r.model_flops or inf), default=None)
@@ -422,6 +432,7 @@ def _index_html(
             n_verified=sum(r.verification == "verified" for r in rows),
             columns=[{"key": k, "label": label, "num": num} for k, label, num in COLUMNS],
             boot=script_json(boot),
+            embedded=embedded,
         )
     )
 

@@ -174,7 +174,10 @@ def run_demo(workdir: Path, steps: int = 200, console: Console | None = None) ->
     console.print(
         f"transcript: {paths['transcript']}\nsite:       {paths['site'] / 'index.html'}\n"
         f"run page:   {paths['run_page']}\nexecution:  {paths['execution']}\n"
-        f"took {paths['elapsed']}"
+        f"took {paths['elapsed']}\n"
+        f"open the site as a file (data inlined) or serve it: python3 -m http.server -d {paths['site']} 8765\n"
+        f"live rebuild from the results: openlab leaderboard serve --results '{workdir / 'leaderboard' / '**' / 'results.json'}'"
+        f" --public-key {workdir / 'openlab.pub'} --out {workdir / 'site-live'}"
     )
     return paths
 

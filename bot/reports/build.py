@@ -72,8 +72,13 @@ def linked_issue_numbers(pull: dict[str, Any]) -> set[int]:
     return found
 
 
-def _status(issue: dict[str, Any], bot_kinds: set[str], conclusion: bool, labels: set[str]) -> Status:
-    if issue["state"] == "closed" or conclusion or "results" in bot_kinds:
+def _status(
+    issue: dict[str, Any], bot_kinds: set[str], conclusion: bool, labels: set[str], exec_states: Iterable[str] = ()
+) -> Status:
+    states = list(exec_states)
+    # Every execution of the experiment has ended: it is finished even before a results comment exists.
+    ended = bool(states) and all(st in ENDED for st in states)
+    if issue["state"] == "closed" or conclusion or "results" in bot_kinds or ended:
         return "done"
     if "run" in bot_kinds:
         return "running"
@@ -82,6 +87,7 @@ def _status(issue: dict[str, Any], bot_kinds: set[str], conclusion: bool, labels
     return "preregistered" if "preregistered" in labels else "needs-info"
 
 
+ENDED = frozenset({"succeeded", "failed", "cancelled", "skipped"})
 ExecIndex = tuple[dict[str, str], dict[int, list[tuple[str, str]]]]
 EXP_FILE = re.compile(r"(?:^|/)exp0*(\d+)_[^/]*\.py$")
 
@@ -175,7 +181,7 @@ def _report(
         title=issue["title"],
         url=issue["html_url"],
         kind=kind,  # type: ignore[arg-type]
-        status=_status(issue, bot_kinds, source in ("curated", "issue"), labels),
+        status=_status(issue, bot_kinds, source in ("curated", "issue"), labels, execs.values()),
         topics=sorted(
             lb.removeprefix(overlay.topic_prefix) for lb in labels if lb.startswith(overlay.topic_prefix)
         ),

@@ -2,7 +2,8 @@
 
 Routes (all GET): ``/`` and ``/files?path=`` list a folder; ``/shard?path=&page=&size=&filter=`` pages through
 a document shard; ``/cache?path=`` shows a token cache's statistics; ``/execution?path=`` renders an
-execution record (refreshing while the run is going); ``/api/shard`` is the JSON form of ``/shard``.
+execution record (refreshing while the run is going); ``/api/shard`` is the JSON form of ``/shard``;
+``/metrics?path=`` shows a metrics.jsonl as a table and ``/raw?path=`` returns a JSON file (results.json).
 Every path is resolved by :func:`leaderboard.browse.paths.confine`; a refused path is a 403 with the reason.
 """
 
@@ -16,6 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fsspec.core import url_to_fs
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from leaderboard.browse.metrics import add_routes, file_kind
 from leaderboard.browse.paths import PathRefused, confine, relative
 from leaderboard.browse.shards import Filter, Page, ShardReader, is_shard
 
@@ -49,7 +51,7 @@ def _listing(prefix: str, full: str) -> list[dict[str, Any]]:
         if name.startswith("."):
             continue
         rel = relative(prefix, full.rstrip("/") + "/" + name)
-        kind = "folder" if info["type"] == "directory" else ("shard" if is_shard(name) else "file")
+        kind = "folder" if info["type"] == "directory" else (file_kind(name) or ("shard" if is_shard(name) else "file"))
         if kind == "folder" and fs.exists(f"{path.rstrip('/')}/{name}/manifest.json"):
             kind = "cache"
         if name.endswith(".json") and path.rstrip("/").endswith("/experiments"):
@@ -181,4 +183,5 @@ def create_app(prefix: str, *, title: str = "openlab data browser") -> FastAPI:
             browse_base="",
         )
 
+    add_routes(app, prefix, render, crumbs, BrowseError)
     return app

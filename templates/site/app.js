@@ -1,5 +1,6 @@
 /* openlab leaderboard: track tabs, a sortable/filterable paged table and the Pareto chart.
-   No dependencies and nothing from the network: the data is data/table.json beside this file. */
+   No dependencies and nothing from the network: the data is inlined in index.html (#table-data) when small,
+   else data/table.json beside this file. */
 (function () {
   "use strict";
   var boot = JSON.parse(document.getElementById("boot").textContent);
@@ -208,16 +209,29 @@
     i.addEventListener("change", function () { S.axis = i.value; renderChart(); });
   });
 
-  fetch(boot.data).then(function (r) {
-    if (!r.ok) throw new Error("HTTP " + r.status);
-    return r.json();
-  }).then(function (d) {
+  function ready(d) {
     load(d);
     statusEl.textContent = d.rows.length + " runs";
     var want = location.hash.slice(1);
     selectTrack(S.tracks[want] ? want : S.track);
     document.body.setAttribute("data-ready", "1");
-  }).catch(function (err) {
-    statusEl.textContent = "could not load " + boot.data + " (" + err.message + "); open the site over HTTP";
-  });
+  }
+  function unreadable(why) {
+    statusEl.textContent = "could not load " + boot.data + " (" + why + ")";
+    var p = document.createElement("p");
+    p.className = "fallback";
+    p.innerHTML = (location.protocol === "file:" ? "This page was opened as a file and its table is too large to be inlined. "
+      : "The table data could not be fetched. ") +
+      "Serve the site instead: <code>openlab leaderboard serve --results '…/results.json' --out " +
+      "&lt;this folder&gt;</code>, or <code>python3 -m http.server -d &lt;this folder&gt;</code>, then open the address it prints.";
+    tbody.parentNode.parentNode.parentNode.insertBefore(p, tbody.parentNode.parentNode);
+  }
+  // The table inlined in the page (small sites) works opened as file://, where fetch() is refused.
+  var inline = document.getElementById("table-data");
+  if (inline) ready(JSON.parse(inline.textContent));
+  else if (location.protocol === "file:") unreadable("opened as a file");
+  else fetch(boot.data).then(function (r) {
+    if (!r.ok) throw new Error("HTTP " + r.status);
+    return r.json();
+  }).then(ready).catch(function (err) { unreadable(err.message); });
 })();

@@ -114,10 +114,10 @@ def test_run_pages_match_the_whole_template(example_tree: Path, keypair, monkeyp
     assert checked == len(found) > 10
 
 
-def load_svg(run: LoadedRun) -> str | None:
-    from leaderboard.pages import loss_curve_svg
+def load_svg(run: LoadedRun) -> list[tuple[str, str]]:
+    from leaderboard.pages import curve_svgs
 
-    return loss_curve_svg(run.metrics, run.source)[0] if run.metrics else None
+    return curve_svgs(run.metrics)[0] if run.metrics else []
 
 
 def test_signed_runs_verify_through_the_fast_parse(tmp_path: Path, keypair) -> None:
