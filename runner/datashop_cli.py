@@ -36,12 +36,12 @@ def export_tokenizer(out: str, model: str | None) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8089, show_default=True, type=int)
 @click.option("--model", default=None, help="A .gguf path (default: the shipped SmolLM2-135M-Instruct).")
-@click.option("--max-batch", default=8, show_default=True, type=int, help="Requests batched into one forward.")
-def annotate_server(host: str, port: int, model: str | None, max_batch: int) -> None:
+
+def annotate_server(host: str, port: int, model: str | None) -> None:
     """Serve a GGUF model with our JAX model behind an OpenAI-compatible API (/v1/chat/completions)."""
     from runner.annotation.server import serve
 
-    serve(host=host, port=port, model=model, max_batch=max_batch)
+    serve(host=host, port=port, model=model)
 
 
 def commands() -> list[click.Command]:

@@ -281,3 +281,8 @@ def info(model: str | None = None) -> dict[str, Any]:
     shape = {k: getattr(pre.config, k) for k in (*_SHAPE_FIELDS, "norm_eps")}
     return {"name": pre.name, "source": pre.source, "model": shape, "bos_id": pre.bos_id, "eos_id": pre.eos_id,
             **pre.metadata}
+
+
+@lru_cache(maxsize=4)
+def read_header_cached(model: str | None = None) -> Pretrained:
+    return read_header(resolve_model_path(model))
