@@ -1,7 +1,9 @@
 """How a label is read from the LM, shared by every engine.
 
-We read the label from the **log-probabilities of the allowed answers** at the position where the answer starts
-(the assistant turn, after the prompt asked for a single score). Why: a 135M instruct model rarely keeps a
+We read the label from the **log-probabilities of the allowed answers** at the position where the answer starts:
+the assistant turn is pre-filled with Marin's "Final score: " and the next token's distribution over the
+allowed scores is the answer (OpenAI-compatible servers take the pre-fill as a final assistant message with
+vLLM's ``continue_final_message``). Why: a 135M instruct model rarely keeps a
 "Final score: N" format over a free-form answer, so parsing generated text (Marin's way with Llama 3 70B)
 wastes most documents; one forward pass per document is also ~10x cheaper than generating, it is
 deterministic, and it gives a confidence. If the allowed answers together hold less than ``min_mass`` of the
@@ -17,6 +19,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+ANSWER_PREFIX = "Final score: "
 _SCORE = re.compile(r"final\s*score\s*[:=]?\s*\**\s*(-?\d+)", re.IGNORECASE)
 _BARE = re.compile(r"^\s*\**\s*(-?\d+)\s*\**\s*[.!]?\s*$")
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from runner.annotation.labels import Annotation, allowed_answers, from_logprobs
+from runner.annotation.labels import ANSWER_PREFIX, Annotation, allowed_answers, from_logprobs
 from runner.model import Transformer
 from runner.pretrained import Pretrained, load_cached
 
@@ -72,11 +72,13 @@ class LocalEngine:
     """Labels from the log-probabilities of the allowed answers, read from our JAX model."""
 
     def __init__(self, model: str | None = None, *, min_score: int = 0, max_score: int = 5,
-                 min_mass: float = 0.5, batch_size: int = 8, compute_dtype: str | None = None) -> None:
+                 min_mass: float = 0.5, batch_size: int = 8, compute_dtype: str | None = None,
+                 answer_prefix: str = ANSWER_PREFIX) -> None:
         dtype = compute_dtype or ("float32" if jax.default_backend() == "cpu" else "bfloat16")
         self.pre = load_cached(model, dtype)
         self.runner = ModelRunner(self.pre, batch_size)
         self.min_score, self.max_score, self.min_mass = min_score, max_score, min_mass
+        self.answer_prefix = answer_prefix
         self.answer_ids = {}
         for a in allowed_answers(min_score, max_score):
             ids = self.pre.encode(a)
@@ -85,7 +87,8 @@ class LocalEngine:
             self.answer_ids[a] = ids[0]
 
     def chat_ids(self, prompt: str) -> list[int]:
-        return self.pre.encode(self.pre.render_chat([{"role": "user", "content": prompt}]))
+        chat = self.pre.render_chat([{"role": "user", "content": prompt}]) + self.answer_prefix
+        return self.pre.encode(chat)
 
     def annotate(self, prompts: list[str]) -> list[Annotation]:
         seqs = [self.chat_ids(p) for p in prompts]

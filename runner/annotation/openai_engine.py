@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from runner.annotation.labels import Annotation, from_logprobs, parse_score
+from runner.annotation.labels import ANSWER_PREFIX, Annotation, from_logprobs, parse_score
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 
@@ -59,8 +59,11 @@ class OpenAIEngine:
             return list(pool.map(self._one, prompts))
 
     def _one(self, prompt: str) -> Annotation:
-        body = {"model": self.model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
-                "max_tokens": self.max_tokens, "logprobs": True, "top_logprobs": 20}
+        # The answer is pre-filled (vLLM's continue_final_message), so the first token is the score.
+        messages = [{"role": "user", "content": prompt}, {"role": "assistant", "content": ANSWER_PREFIX}]
+        body = {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": self.max_tokens,
+                "logprobs": True, "top_logprobs": 20, "continue_final_message": True,
+                "add_generation_prompt": False}
         error = "no attempt"
         for attempt in range(self.retries + 1):
             if attempt:
@@ -92,7 +95,7 @@ class OpenAIEngine:
         if first and first.get("top_logprobs"):
             lps = {e["token"]: float(e["logprob"]) for e in first["top_logprobs"]}
             return from_logprobs(lps, self.min_score, self.max_score, self.min_mass).model_copy(update={"tokens": tokens})
-        label, err = parse_score(text, self.min_score, self.max_score)
+        label, err = parse_score(ANSWER_PREFIX + text, self.min_score, self.max_score)
         return Annotation(label=label, raw=text[:500], error=err, tokens=tokens)
 
 

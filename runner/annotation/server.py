@@ -37,6 +37,7 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_NEW_TOKENS)
     max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_NEW_TOKENS)
     logprobs: bool = False
+    continue_final_message: bool = False  # vLLM's: the last assistant message is a pre-fill to continue
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
 
 
@@ -66,7 +67,11 @@ def create_app(model: str | None = None) -> FastAPI:
         except ValidationError as err:
             first = err.errors()[0]
             return _error(400, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}")
-        text = pre.render_chat([m.model_dump() for m in req.messages])
+        msgs = [m.model_dump() for m in req.messages]
+        if req.continue_final_message and msgs[-1]["role"] == "assistant" and len(msgs) > 1:
+            text = pre.render_chat(msgs[:-1]) + msgs[-1]["content"]
+        else:
+            text = pre.render_chat(msgs)
         ids = pre.encode(text)
         if len(ids) > pre.config.seq_len:
             return _error(400, f"messages: {len(ids)} tokens, more than the context of {pre.config.seq_len}")
