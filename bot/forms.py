@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-FORMS = ("experiment", "speedrun")
+FORMS = ("experiment", "speedrun", "datashop")
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / ".github" / "ISSUE_TEMPLATE"
 NO_RESPONSE = "_No response_"
 _HEADING = re.compile(r"^###[ \t]+(.+?)[ \t]*$", re.MULTILINE)
