@@ -15,6 +15,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from runner.annotation.labels import ANSWER_PREFIX, Annotation, allowed_answers, from_logprobs
 from runner.model import Transformer
@@ -30,8 +31,10 @@ class ModelRunner:
         self.pre = pre
         n_dev = jax.device_count()
         self.batch_size = max(batch_size, n_dev) // n_dev * n_dev
+        mesh = Mesh(np.array(jax.devices()), ("data",))
+        self._rows = NamedSharding(mesh, PartitionSpec("data"))  # the batch split over every device
         self._fn: Callable = jax.jit(partial(_last_logprobs, pre.config))
-        self._params = jax.device_put(pre.params)
+        self._params = jax.device_put(pre.params, NamedSharding(mesh, PartitionSpec()))
         self.tokens_seen = 0
 
     def next_logprobs(self, seqs: list[list[int]]) -> np.ndarray:
@@ -45,7 +48,8 @@ class ModelRunner:
             for i, s in enumerate(chunk):
                 ids[i, : len(s)], last[i] = s, len(s) - 1
             self.tokens_seen += sum(len(s) for s in chunk)
-            out.append(np.asarray(self._fn(self._params, jnp.asarray(ids), jnp.asarray(last)))[: len(chunk)])
+            ids_d, last_d = jax.device_put(ids, self._rows), jax.device_put(last, self._rows)
+            out.append(np.asarray(self._fn(self._params, ids_d, last_d))[: len(chunk)])
         return np.concatenate(out) if out else np.zeros((0, self.pre.config.vocab_size), np.float32)
 
     def generate(self, ids: list[int], max_tokens: int, stop: set[int]) -> tuple[list[int], list[np.ndarray]]:
