@@ -4,7 +4,8 @@ dataset and a trained model, compared with a control (Marin's Datashop, exp963's
 The steps, in order (each a :class:`runner.executor.Step`, so ``openlab plan``/``run`` show and run them):
 
     ingest the pool -> annotate (LM labels a sample) -> pools (LM-accepted = positives, rejected = negatives)
-    -> fastText classifier on those labels, scoring the pool, keeping the top fraction (scores beside the text)
+    -> fastText classifier on those labels, keeping the top fraction of the pool | scores: every pool document
+       with its classifier score beside it (the data browser shows and filters it)
     -> train on the kept documents | control: train on a random sample of the same size
     -> eval BPB of both -> compare (comparison.json: BPB of each, the difference, label stats, agreement)
 
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,6 +58,30 @@ def make_pools(cfg: PoolsConfig, ctx: StepContext) -> dict:
     return {"positive": len(pos), "negative": len(neg), "control": len(control)}
 
 
+class ScoreConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    classifier: str = Field(description="The classifier step's model.bin")
+    corpus: str
+
+
+def score_pool(cfg: ScoreConfig, ctx: StepContext) -> dict:
+    """Every pool document with the classifier's score beside it (``datashop_score``: the data browser shows it
+    and filters on it, e.g. ``datashop_score>=0.5``)."""
+    import fasttext
+
+    from runner.steps.fasttext_filter import hq_score
+
+    docs = read_documents(cfg.corpus)
+    with tempfile.TemporaryDirectory(prefix="openlab-datashop-") as tmp:
+        local = Path(tmp) / "model.bin"  # fastText loads from a local path; the store may be remote
+        local.write_bytes(store.read_bytes(cfg.classifier))
+        model = fasttext.load_model(str(local))
+        scores = [hq_score(model, t) for t in docs]
+    write_documents(store.join(ctx.output_path, DOCUMENTS), docs, ({"datashop_score": s} for s in scores))
+    return {"documents": len(docs), "mean_score": sum(scores) / len(scores) if scores else None}
+
+
 def compare(cfg: dict, ctx: StepContext) -> dict:
     def first_bpb(path: str) -> float:
         evals = json.loads(store.read_text(store.join(path, "eval.json")))
@@ -90,7 +117,7 @@ def datashop(
 ) -> list[Step]:
     """The Datashop steps for ``prompt`` over ``pool``; ``run(run_name, documents)`` gives a training config.
 
-    Returns ``[ingest, annotate, pools, classifier, train, control_train, eval, control_eval, compare]``; an
+    Returns ``[ingest, annotate, pools, classifier, scores, train, control_train, eval, control_eval, compare]``; an
     experiment's ``STEPS = [steps[-1]]`` pulls in the rest.
     """
     raw = ingest(f"{name}/pool", pool, split=pool_split)
@@ -109,6 +136,9 @@ def datashop(
         keep_fraction=keep_fraction,
         **({"val_fraction": 0.2} | (fasttext_kw or {})),
     )
+    scored = Step(f"{name}/scores", score_pool,
+                  ScoreConfig(classifier=classifier.output("model.bin"), corpus=raw.output(DOCUMENTS)),
+                  kind="datashop_scores")
     trained = train(f"{name}/train", run(f"{name.replace('/', '-')}-datashop", classifier.output(DOCUMENTS)))
     control = train(f"{name}/train_control",
                     run(f"{name.replace('/', '-')}-control", pools.output(f"control/{DOCUMENTS}")))
@@ -117,7 +147,7 @@ def datashop(
     result = Step(
         f"{name}/compare", compare,
         {"datashop": ev.output(), "control": ev_control.output(), "annotate": labels.output(),
-         "classifier": classifier.output()},
+         "classifier": classifier.output(), "scores": scored.output()},
         kind="compare",
     )
-    return [raw, labels, pools, classifier, trained, control, ev, ev_control, result]
+    return [raw, labels, pools, classifier, scored, trained, control, ev, ev_control, result]

@@ -70,3 +70,20 @@ def test_example_plan_shows_the_chain_with_annotation_flops(tmp_path: Path) -> N
     annotate = next(s for s in plan["steps"] if s["kind"] == "annotate")
     trains = sum(s["model_flops"] for s in plan["steps"] if s["kind"] == "train")
     assert annotate["model_flops"] > 0 and plan["total_model_flops"] == pytest.approx(annotate["model_flops"] + trains)
+
+
+def test_every_pool_document_gets_its_classifier_score(tmp_path: Path) -> None:
+    from runner.datashop import ScoreConfig, score_pool
+    from runner.steps.fasttext_filter import FastTextFilterConfig, train_classifier
+
+    cooking = [f"fry the onions in oil and add salt step {i}" for i in range(20)]
+    other = [f"the socket module opens a network connection {i}" for i in range(20)]
+    ft = FastTextFilterConfig(positive="p", negative="n", corpus="c", keep_fraction=0.5, val_fraction=0.0, epoch=20)
+    model, _ = train_classifier(cooking, other, ft, tmp_path)
+    model.save_model(str(tmp_path / "model.bin"))
+    corpus = tmp_path / "documents.jsonl"
+    write_documents(str(corpus), ["fry onions in oil", "open a network socket"])
+    stats = score_pool(ScoreConfig(classifier=str(tmp_path / "model.bin"), corpus=str(corpus)),
+                       _ctx(tmp_path / "s", "scores"))
+    rows = [json.loads(x) for x in (tmp_path / "s" / "documents.jsonl").read_text().splitlines()]
+    assert stats["documents"] == 2 and rows[0]["datashop_score"] > 0.5 > rows[1]["datashop_score"]
