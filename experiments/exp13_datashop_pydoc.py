@@ -50,6 +50,7 @@ steps = datashop(
     positive_min=4,
     keep_fraction=0.5,
     annotate_kw={"max_documents": 24, "max_doc_tokens": 256},
+    fasttext_kw={"epoch": 25, "lr": 0.5},  # a few dozen labelled documents: more passes than fastText's default
 )
 
 STEPS = [steps[-1]]
