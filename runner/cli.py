@@ -87,10 +87,11 @@ def flops(config: str) -> None:
 
 def commands() -> list[click.Command]:
     """runner's subcommands other than those defined above: train, and the executor's."""
+    from runner.datashop_cli import commands as datashop_commands
     from runner.executor_cli import commands as executor_commands
     from runner.train_cli import train
 
-    return [train, *executor_commands()]
+    return [train, *executor_commands(), *datashop_commands()]
 
 
 def _load_plugins() -> None:

@@ -108,6 +108,11 @@ class TrainConfig(Strict):
     eval_every: int | None = Field(default=None, gt=0)
     checkpoint_every: int | None = Field(default=None, gt=0)
     keep_checkpoints: int = Field(default=2, gt=0)
+    init_from: str | None = Field(
+        default=None,
+        description="Start from pretrained weights: a GGUF file path or 'smollm2-135m' (the shipped model); "
+        "the model section must match its shape (see `openlab pretrained info`).",
+    )
 
     @model_validator(mode="after")
     def _accum(self) -> TrainConfig:

@@ -39,7 +39,7 @@ from runner.errors import ConfigError, OpenlabError
 from runner.eval import evaluate, load_eval_sets
 from runner.flops import FLOPS_FORMULA, lm_flops_per_token, param_count, peak_flops_per_chip
 from runner.optim import eval_params, make_optimizer
-from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed
+from runner.parallel import check_batch, is_primary, make_mesh, maybe_initialize_distributed, put_global
 from runner.schema import EvalSetResult, FlopsDetail, Provenance, Results, dumps_results
 from runner.tracking import Tracker
 from runner.trainstep import State, abstract_state, build_train_step, init_state, place_state, put_train_batch
@@ -130,6 +130,8 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
     restored = run.ckpt.restore_latest(abstract, cfg)
     if restored is None:
         state, start, train_seconds = init_state(cfg, run.tx, run.shardings), 0, 0.0
+        if cfg.train.init_from:
+            state = _start_from_pretrained(cfg, state, run.shardings)
     else:
         state = place_state(restored.state, run.shardings)
         start, train_seconds = restored.step, restored.training_seconds
@@ -151,6 +153,16 @@ def train(cfg: RunConfig, out: str, *, run_id: str | None = None, progress: bool
         store.atomic_write_text(str(run.out / "results.json"), dumps_results(results))
         log.info("run %s done: bpb %.4f on %s; %s", run_id, results.bpb, cfg.eval.sets[0].name, run.out / "results.json")
     return results
+
+
+def _start_from_pretrained(cfg: RunConfig, state: State, shardings: Any) -> State:
+    """Swap the fresh params for pretrained ones (optimizer moments start at zero either way)."""
+    from runner.pretrained import params_for
+
+    params = params_for(cfg.model, cfg.train.init_from or "")
+    log.info("starting from pretrained weights %s", cfg.train.init_from)
+    placed = jax.tree_util.tree_map(lambda a, s: put_global(np.asarray(a), s), params, shardings["params"])
+    return {**state, "params": placed}
 
 
 def _prepare(cfg: RunConfig, out: Path) -> _Run:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from bot.actions import Action, AddLabels, CreateStarter, RecordPreregistration, RemoveLabel, UpsertComment
+from bot.datashop import DATASHOP, ExampleLabels, label_examples, label_rows, prompt_problems, starter
 from bot.events import IssuesEvent
 from bot.forms import FORMS, TEMPLATE_DIR, Form, bundled_form, load_templates, parse_body, which_form
 from bot.handlers import Env, load_repo_config
@@ -26,6 +27,7 @@ class IssueFacts:
     config: RepoConfig
     config_error: str | None
     forms: dict[str, Form]
+    datashop: ExampleLabels | None = None  # the Datashop form's two examples labelled by the embedded LM
 
 
 def gather(event: IssuesEvent, env: Env) -> IssueFacts:
@@ -44,7 +46,16 @@ def gather(event: IssuesEvent, env: Env) -> IssueFacts:
         log.warning("%s: %s", repo, problem)
     for name in FORMS:  # ours answer where the lab has no (readable) form of that name
         forms.setdefault(name, bundled_form(name))
-    return IssueFacts(config=config, config_error=error, forms=forms)
+    return IssueFacts(config=config, config_error=error, forms=forms, datashop=_datashop_labels(event, forms))
+
+
+def _datashop_labels(event: IssuesEvent, forms: dict[str, Form]) -> ExampleLabels | None:
+    if event.action not in ("opened", "edited", "reopened") or event.issue.pull_request is not None:
+        return None
+    form = which_form(event.issue.label_names, event.issue.title, forms)
+    if form is None or form.name != DATASHOP or (event.sender.is_bot and event.action == "edited"):
+        return None
+    return label_examples(parse_body(form, event.issue.body)[0])
 
 
 def decide(event: IssuesEvent, facts: IssueFacts, view: LedgerView) -> list[Action]:
@@ -58,6 +69,8 @@ def decide(event: IssuesEvent, facts: IssueFacts, view: LedgerView) -> list[Acti
         return []
     values, missing = parse_body(form, issue.body)
     checked = check(form, values, missing, cfg)
+    if form.name == DATASHOP:
+        checked.problems.extend(prompt_problems(values))
     if facts.config_error:
         checked.problems.append(f"repository config: {facts.config_error} (defaults used)")
     slug = slugify(issue.title, form)
@@ -65,9 +78,11 @@ def decide(event: IssuesEvent, facts: IssueFacts, view: LedgerView) -> list[Acti
     status = "preregistered" if checked.ok else "needs-info"
     add, remove = (cfg.preregistered_label, cfg.needs_info_label) if checked.ok else (
         cfg.needs_info_label, cfg.preregistered_label)
-    wants_starter = bool(values.get(STARTER_OPTION)) and checked.ok and form.name == "speedrun"
+    wants_starter = bool(values.get(STARTER_OPTION)) and checked.ok and form.name in ("speedrun", DATASHOP)
     branch = f"openlab/{form.name}-{issue.number}-{slug}".replace("_", "-")
     rows = [{"label": f.label, "value": _cell(values.get(f.id))} for f in form.fields if f.id != STARTER_OPTION]
+    if form.name == DATASHOP:
+        rows += label_rows(facts.datashop)
     body = render_comment(
         "preregistration", str(issue.number), ok=checked.ok, form=form.name, label=add,
         problems=[Markup(p) for p in checked.problems], rows=rows, next_file=path, number=issue.number,
@@ -89,7 +104,8 @@ def decide(event: IssuesEvent, facts: IssueFacts, view: LedgerView) -> list[Acti
         safe_title = re.sub(r"[^\w .,:-]+", "", issue.title)[:100]
         actions.append(CreateStarter(
             repo=repo, issue_number=issue.number, base=event.repository.default_branch, branch=branch, path=path,
-            content=render("starter_experiment.py.j2", title=safe_title, number=issue.number, path=path),
+            content=starter(values, title=safe_title, number=issue.number, path=path) if form.name == DATASHOP
+            else render("starter_experiment.py.j2", title=safe_title, number=issue.number, path=path),
             title=f"{form.name} #{issue.number}: {safe_title}"[:200],
             body=render("starter_pr.md.j2", number=issue.number, form=form.name, path=path),
         ))

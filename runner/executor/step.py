@@ -234,7 +234,10 @@ class Step:
         return f"{module}.{qual}"
 
     def estimate(self) -> tuple[float | None, int | None]:
-        """Model FLOPs and tokens of a train step (kind 'train' whose config holds a RunConfig)."""
+        """Model FLOPs and tokens of a train step (kind 'train' whose config holds a RunConfig); other steps
+        that spend model FLOPs (Datashop's annotate) say so through their config's ``flops_estimate()``."""
+        if callable(getattr(self.config, "flops_estimate", None)):
+            return self.config.flops_estimate(), None
         run = find_run_config(self.config) if self.kind == "train" else None
         if run is None:
             return None, None
