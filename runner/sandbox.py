@@ -179,6 +179,9 @@ def _bwrap_base() -> list[str]:
 
 def _bwrap_args(tool: str, copy: Path, env: dict[str, str], argv: list[str], seccomp_fd: int | None) -> list[str]:
     args = [tool, *_bwrap_base(), *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else [])]
+    # The private /tmp first: an interpreter or venv that lives under the host's /tmp (a CI clone there) is bound
+    # on top of it below; mounted after, the tmpfs would hide it.
+    args += ["--perms", "1777", "--tmpfs", "/tmp"]
     binds = ["/usr", *_python_paths()]
     dirs: list[str] = []
     for b in binds:
@@ -195,8 +198,7 @@ def _bwrap_args(tool: str, copy: Path, env: dict[str, str], argv: list[str], sec
             args += ["--ro-bind", str(host), str(host)]
     for b in binds:
         args += ["--ro-bind", b, b]
-    args += ["--bind", str(copy), SANDBOX_ROOT, "--chdir", SANDBOX_ROOT, "--perms", "1777", "--tmpfs", "/tmp",
-             "--proc", "/proc", "--dev", "/dev"]
+    args += ["--bind", str(copy), SANDBOX_ROOT, "--chdir", SANDBOX_ROOT, "--proc", "/proc", "--dev", "/dev"]
     for k, v in env.items():
         args += ["--setenv", k, v]
     if os.geteuid() == 0:
