@@ -29,7 +29,7 @@ from runner.errors import OpenlabError
 # What the bot needs and no more; `installation` events are always sent to Apps. app.yml mirrors this (tested).
 PERMISSIONS = {"metadata": "read", "issues": "write", "pull_requests": "write", "checks": "write",
                "contents": "write"}
-EVENTS = ["issues", "issue_comment", "pull_request"]
+EVENTS = ["issues", "issue_comment", "pull_request", "check_run", "check_suite"]
 
 
 def build_manifest(name: str, webhook_url: str, redirect_url: str, homepage: str, public: bool = False) -> dict[str, Any]:
