@@ -70,7 +70,19 @@ def secure_local_env() -> dict[str, str]:
         "RAY_AUTH_TOKEN": os.environ.get("RAY_AUTH_TOKEN") or secrets.token_hex(24),
     }
     os.environ.update(env)
+    _forget_cached_token()
     return env
+
+
+def _forget_cached_token() -> None:
+    """Ray's client caches the first token it reads in a process; a later head with another token (a test suite
+    starting several, an operator switching clusters) would be refused until the cache is dropped."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader
+
+        AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):  # another Ray version: nothing cached that we know of
+        pass
 
 
 def check_reachable(address: str, timeout_s: float = 3.0) -> None:
