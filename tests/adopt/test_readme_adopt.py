@@ -1,6 +1,7 @@
 """The README's "Adopt openlab in your lab" commands, run as written in a fresh git repository (the cheap ones:
 `openlab init` and the example experiment's `openlab plan`); the others are parsed by tests/test_readme.py and
-run by their own tests (app create: test_app_create.py, doctor: test_doctor.py)."""
+run by their own tests (app create: test_app_create.py, doctor: test_doctor.py); `openlab run` of the example
+runs here too, capped at 3 training steps."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENLAB = str(Path(sys.executable).parent / "openlab")
@@ -43,3 +46,22 @@ def test_init_then_plan_as_the_readme_says(tmp_path: Path) -> None:
         if cmd.startswith("openlab plan"):
             assert [s["kind"] for s in json.loads(proc.stdout)["steps"]].count("train") == 2
     assert (tmp_path / "config/openlab/your-lab-signing-key.pem").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_run_as_the_readme_says(tmp_path: Path) -> None:
+    """`openlab run` of the example in the init-ed lab, on the embedded Ray, with training capped at 3 steps."""
+    lab = tmp_path / "your-lab"
+    lab.mkdir()
+    subprocess.run(["git", "init", "-q", str(lab)], check=True)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "OPENLAB_MAX_TRAIN_STEPS": "3",
+           "WANDB_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    cmds = [c for c in section_commands() if c.startswith(("openlab init", "openlab run"))]
+    assert [shlex.split(c)[1] for c in cmds] == ["init", "run"]
+    for cmd in cmds:
+        proc = subprocess.run([OPENLAB, *shlex.split(cmd)[1:]], cwd=lab, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, f"{cmd}: {proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    assert list(lab.rglob("exp0/eval_lr0.001/*/*")), "the eval step wrote nothing"
