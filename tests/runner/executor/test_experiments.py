@@ -47,6 +47,13 @@ def test_run_capped(exp: Path, tmp_path: Path, ray_local: None, monkeypatch: pyt
     if exp.stem == "exp1_fasttext_filter":
         cmp = json.loads((tmp_path / "exp1/compare/v1/comparison.json").read_text())
         assert set(cmp["bpb"]) == {"filtered", "baseline"}
+    if exp.stem == "exp13_datashop_pydoc":  # the Datashop chain ran, and its execution page shows every step
+        from leaderboard.execution_pages import page_name, write_execution_pages
+
+        [view], _ = write_execution_pages(str(tmp_path), tmp_path / "site")
+        assert "annotate" in {s.kind for s in view.steps}, [s.kind for s in view.steps]
+        assert {s.status for s in view.steps} == {"succeeded"}
+        assert "annotate" in (tmp_path / "site" / "executions" / page_name(view.run_id)).read_text()
     if exp.stem == "tiny_cpu":
         from runner.schema import load_results
 
