@@ -266,9 +266,11 @@ def insert_readme_section(root: Path, dry_run: bool) -> bool:
     return True
 
 
-def tidy(root: Path, changed: list[Path]) -> None:
+def tidy(root: Path, changed: list[Path], moved: list[tuple[str, str]]) -> None:
     """Sort the import blocks the rewrite touched (names moved between lines), then regenerate the config table."""
-    py = [str(p.relative_to(root)) for p in changed if p.suffix == ".py" and p.exists()]
+    where = dict(moved)
+    rel = [str(p.relative_to(root)) for p in changed if p.suffix == ".py"]
+    py = [where.get(name, name) for name in rel]
     if py:
         subprocess.run([sys.executable, "-m", "ruff", "check", "--quiet", "--select", "I", "--fix", *py], cwd=root)
     subprocess.run([sys.executable, "-c", "import sys; from runner.cli import main; "
@@ -305,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"references rewritten in {len(changed)} files; new packages: {', '.join(inits) or 'none'}; "
           f"README architecture section {'added' if readme else 'already there'}")
     if not args.dry_run:
-        tidy(root, changed)
+        tidy(root, changed, moved)
         print("next: ruff check . && python -m pytest -q tests/test_import_graph.py && make test; then commit")
     return 0
 
