@@ -101,7 +101,7 @@ PACKAGE_DOCS: dict[str, str] = {
     "requests, and\nlinking a PR's experiment files to their preregistration issues.",
 }
 
-ROOT_SKIP = {"tools/relayout_bot.py", "tools/relayout_readme.md"}
+ROOT_SKIP = {"tools/relayout_bot.py", "tools/relayout_readme.md", "tests/test_relayout.py"}
 README_SECTION = Path(__file__).with_name("relayout_readme.md")
 _DOTTED = re.compile(r"(?<![\w.])bot(?:\.\w+)+")
 
