@@ -55,3 +55,13 @@ def test_every_move_lands_in_a_documented_package() -> None:
     targets = {new.rpartition(".")[0].replace(".", "/") for new in r.MOVES.values()}
     assert targets == set(r.PACKAGE_DOCS)
     assert len(set(r.MOVES.values())) == len(r.MOVES)
+
+
+def test_a_module_moved_down_still_finds_files_relative_to_it() -> None:
+    r = relayout()
+    source = ("A = Path(__file__).resolve().parent.parent / '.github'\n"
+              "B = Path(__file__).parents[1]\nC = Path(__file__).parent / 'x.json'\n")
+    assert r.deepen_file_refs(source, 1) == (
+        "A = Path(__file__).resolve().parent.parent.parent / '.github'\n"
+        "B = Path(__file__).parents[2]\nC = Path(__file__).parent.parent / 'x.json'\n")
+    assert r.deepen_file_refs(source, 0) == source

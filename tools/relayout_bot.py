@@ -181,6 +181,21 @@ def rewrite_from_package(source: str, moves: dict[str, str]) -> str:
     return "".join(lines)
 
 
+_FILE_CHAIN = re.compile(r"(Path\(__file__\)(?:\.resolve\(\))?)(\.parents\[(\d+)\]|(?:\.parent(?!s))+)")
+
+
+def deepen_file_refs(source: str, delta: int) -> str:
+    """A module moved ``delta`` folders down still finds what it found from ``Path(__file__)``: one more
+    ``.parent`` (or ``parents[N+1]``) per folder (``bot/forms.py`` reads the repository's ``.github/``)."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(3) is not None:
+            return f"{match.group(1)}.parents[{int(match.group(3)) + delta}]"
+        return match.group(1) + match.group(2) + ".parent" * delta
+
+    return _FILE_CHAIN.sub(one, source) if delta > 0 else source
+
+
 def tracked_text_files(root: Path) -> list[Path]:
     names = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True).stdout
     files = []
@@ -234,6 +249,11 @@ def move_files(root: Path, moves: dict[str, str], dry_run: bool) -> list[tuple[s
         if not dry_run:
             (root / dst).parent.mkdir(parents=True, exist_ok=True)
             git(root, "mv", aside.get(src, src), dst)
+            text = (root / dst).read_text()
+            deeper = deepen_file_refs(text, dst.count("/") - src.count("/"))
+            if deeper != text:
+                (root / dst).write_text(deeper)
+                print(f"{dst}: Path(__file__) references one folder deeper")
         done.append((src, dst))
     return done
 
