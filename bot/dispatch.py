@@ -18,24 +18,18 @@ from __future__ import annotations
 
 import logging
 import os
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from bot.actions import UpsertComment
-from bot.github import GitHubClient, GitHubError
+from bot.github import GitHubError
 from bot.jobs import BackendUnavailable, JobBackend, JobInfo, JobRejected, JobSpec, JobState
-from bot.ledger import Ledger
 from bot.linking import body_preregistration
-from bot.publish import Publisher
 from bot.quotas import quota_problem, quotas_of
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
+from bot.repo_config import RepoConfig
+from bot.run_publish import announce_running, publish_outcome
 from bot.run_report import render_run_comment
-from bot.run_state import RunReport, RunStates
-from runner.errors import OpenlabError
+from bot.run_services import RunServices, execution_page_url
+from bot.run_state import RunReport
 from runner.logs import log_context, log_event
 
 log = logging.getLogger("openlab.bot.dispatch")
@@ -45,67 +39,6 @@ BACKOFF_MAX_S = 600.0
 
 def backoff(tries: int) -> float:
     return min(BACKOFF_MAX_S, BACKOFF_START_S * 2 ** max(0, tries - 1))
-
-
-@dataclass
-class RunServices:
-    """What dispatching and reconciling need; built once per process (server, Actions job, CLI)."""
-
-    gh_for: Callable[[int | None], GitHubClient]  # installation id -> client (one client in Actions mode)
-    ledger: Ledger
-    backend: JobBackend
-    bot_login: str
-    states: RunStates = field(init=False)
-    storage_prefix: str | None = None  # overrides the repo config's storage_prefix (operator setting)
-    source: str | None = None  # where the executor fetches the SHA from; None: the base repo's clone URL
-    wandb_entity: str | None = None
-    signing_key: bytes | None = None
-    leaderboard_results: str = "experiments/**/results.json"
-    clock: Any = time.time
-
-    def __post_init__(self) -> None:
-        self.states = RunStates(self.ledger.engine)
-
-    def gh(self, run: dict[str, Any]) -> GitHubClient:
-        return self.gh_for(run.get("installation_id"))
-
-    def publisher(self, run: dict[str, Any]) -> Publisher:
-        return Publisher(self.gh(run), self.ledger, self.bot_login)
-
-    @classmethod
-    def from_env(cls, gh_for: Callable[[int | None], GitHubClient], ledger: Ledger, backend: JobBackend,
-                 bot_login: str) -> RunServices:
-        key = os.environ.get("OPENLAB_SIGNING_KEY") or None
-        key_file = os.environ.get("OPENLAB_SIGNING_KEY_FILE")
-        if key is None and key_file:
-            key = Path(key_file).read_text()
-        return cls(
-            gh_for=gh_for, ledger=ledger, backend=backend, bot_login=bot_login,
-            storage_prefix=os.environ.get("OPENLAB_STORAGE_PREFIX") or None,
-            source=os.environ.get("OPENLAB_SOURCE") or None,
-            wandb_entity=os.environ.get("WANDB_ENTITY") or None,
-            signing_key=key.encode() if key else None,
-            leaderboard_results=os.environ.get("OPENLAB_LEADERBOARD_RESULTS", "experiments/**/results.json"),
-        )
-
-    def repo_config(self, run: dict[str, Any]) -> RepoConfig:
-        try:
-            return parse_repo_config(self.gh(run).get_contents(run["repo"], CONFIG_PATH))
-        except OpenlabError:
-            return RepoConfig()  # the bad file is reported on its own thread by the bot core
-
-    def prefix(self, config: RepoConfig) -> str:
-        prefix = self.storage_prefix or config.storage_prefix
-        if "://" not in prefix or prefix.startswith("file://"):
-            # Ray jobs run in their own working dir: a relative local prefix must be made absolute here.
-            prefix = str(Path(prefix.removeprefix("file://")).resolve())
-        return prefix
-
-    def upsert_comment(self, run: dict[str, Any], body: str) -> None:
-        from bot.executor import Executor  # the bot core's one comment-upsert implementation
-
-        Executor(self.gh(run), self.ledger, self.bot_login).apply(
-            UpsertComment(repo=run["repo"], issue_number=run["pr"], kind="run", key=run["run_id"], body=body))
 
 
 class RayDispatcher:
@@ -155,8 +88,6 @@ class RayDispatcher:
                 report.last_error = f"cancel pending: {err}"
                 self.s.states.save(report)
                 log_event(log, "cancel deferred", error=str(err))
-            from bot.reconcile import publish_outcome
-
             try:
                 publish_outcome(self.s, self.s.ledger.run(run["run_id"]) or run, report)
             except GitHubError as err:
@@ -257,8 +188,6 @@ class RayDispatcher:
         self.s.ledger.set_run_status(run["run_id"], outcome, problem)
         report.phase, report.outcome, report.reason = "finished", outcome, problem
         self.s.states.save(report)
-        from bot.reconcile import publish_outcome
-
         publish_outcome(self.s, self.s.ledger.run(run["run_id"]) or run, report)
 
     def _retry_later(self, run: dict[str, Any], report: RunReport, error: str) -> None:
@@ -288,37 +217,6 @@ class RayDispatcher:
         report.last_error = None
         self.s.states.save(report)
         announce_running(self.s, run, report, info)
-
-
-def execution_page_url(site_url: str | None, run_id: str) -> str | None:
-    """Where the site publishes this run's execution page (`openlab reports build --prefix`)."""
-    from leaderboard.execution_pages import page_name
-
-    return f"{site_url.rstrip('/')}/executions/{page_name(run_id)}" if site_url else None
-
-
-def announce_running(s: RunServices, run: dict[str, Any], report: RunReport, info: JobInfo) -> None:
-    """🚀 on the command, the check run in progress, the run comment: each once (milestones)."""
-    try:
-        if report.trigger_comment_id and not report.has("rocket"):
-            s.publisher(run).react(run["repo"], report.trigger_comment_id, "rocket")
-            s.states.mark(report, "rocket")
-        if not report.has("check_started"):
-            s.publisher(run).check_run(
-                run["repo"], run["run_id"], run["sha"], status="in_progress",
-                title=f"running {run['experiment']}", summary=f"Ray job `{run['run_id']}` for `{run['sha'][:12]}`.",
-                details_url=info.dashboard_url or report.wandb_url, started_at=info.started_at,
-            )
-            s.states.mark(report, "check_started")
-        if not report.has("comment_started"):
-            line = "running on Ray" if info.state == JobState.RUNNING else "submitted to Ray, waiting for resources"
-            s.upsert_comment(run, render_run_comment(run, report, status="running", status_line=line))
-            s.states.mark(report, "comment_started")
-    except GitHubError as err:
-        # The job runs regardless; the reconciler publishes what is missing on its next pass.
-        report.last_error = f"GitHub: {err}"
-        s.states.save(report)
-        log_event(log, "could not announce the run yet", level=logging.WARNING, error=str(err))
 
 
 def attach_to_bot(bot: Any, backend: JobBackend | None = None) -> RunServices:

@@ -36,8 +36,8 @@ from runner.reproduction import (
 from runner.stats import Summary, summarize, welch_less
 
 if TYPE_CHECKING:
-    from bot.dispatch import RunServices
     from bot.repo_config import RepoConfig
+    from bot.run_services import RunServices
     from bot.run_state import RunReport
 
 _meta = MetaData()

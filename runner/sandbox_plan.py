@@ -1,8 +1,8 @@
 """Planning PR code: ``openlab plan`` of one experiment file in the plan sandbox (:mod:`runner.sandbox`).
 
 :func:`plan_checkout` is the one path the bot (``bot.plan_sandbox.run_plan``) and ``openlab plan --sandbox`` share.
-Inside the sandbox ``python -I -m runner.sandbox_plan plan FILE`` runs the plan command without loading the
-``openlab`` plugins (only ``runner`` is visible there). What it prints is untrusted data: it must parse as a
+Inside the sandbox ``python -I -m runner.sandbox_plan_entry plan FILE`` runs the plan command without loading
+the ``openlab`` plugins (only ``runner`` is visible there). What it prints is untrusted data: it must parse as a
 bounded :class:`runner.schema.Plan` before anything is stored or posted.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from runner.errors import OpenlabError
 from runner.sandbox import Limits, Result, SandboxError, network_prefix, run_sandboxed, sandbox_mode
 from runner.schema import Plan
 
@@ -39,7 +38,7 @@ def plan_checkout(checkout: Path, rel_path: str, limits: Limits | None = None, m
     limits = limits or Limits()
     try:
         mode = sandbox_mode(mode)
-        argv = [sys.executable, "-I", "-m", "runner.sandbox_plan", "plan", rel_path]
+        argv = [sys.executable, "-I", "-m", "runner.sandbox_plan_entry", "plan", rel_path]
         res = run_sandboxed(checkout, argv, limits, mode)
     except SandboxError as err:
         return PlanOutcome(rel_path, error=str(err), isolation=mode or "")
@@ -78,21 +77,3 @@ def last_error(stderr: str, rc: int) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("error:")]
     return (errors[-1] if errors else (lines[-1] if lines else f"exit status {rc}"))[:500]
-
-
-def _main(argv: list[str]) -> None:
-    """Inside the sandbox: ``python -I -m runner.sandbox_plan plan FILE`` (no plugins: only ``runner`` is visible)."""
-    if argv[:1] != ["plan"] or len(argv) != 2:
-        print("usage: python -m runner.sandbox_plan plan EXPERIMENT.py", file=sys.stderr)
-        sys.exit(2)
-    from runner.executor_cli import plan
-
-    try:
-        plan.main(argv[1:], prog_name="openlab plan", standalone_mode=True)
-    except OpenlabError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    _main(sys.argv[1:])

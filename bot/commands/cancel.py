@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.actions import CancelRun
-from bot.commands import Context, Result
+from bot.commands.context import Context, Result
 
 NAME = "cancel"
 USAGE = "/cancel"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.commands import Context, Result
+from bot.commands.context import Context, Result
 from bot.render import render
 
 NAME = "help"
@@ -14,7 +14,7 @@ SUMMARY = "show this list"
 def run(args: tuple[str, ...], ctx: Context) -> Result:
     from markupsafe import Markup
 
-    from bot.commands import REGISTRY
+    from bot.commands.context import REGISTRY
 
     rows = [{"usage": m.USAGE, "who": m.WHO, "summary": m.SUMMARY} for m in REGISTRY.values()]
     return Result(NAME, True, "available commands", detail=Markup(render("help.md.j2", commands=rows)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bot.commands import MAX_COMMANDS
+from bot.commands.context import MAX_COMMANDS
 
 _CMD = re.compile(r"^ {0,3}/([a-z][a-z0-9_-]*)(?:[ \t]+(.*?))?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")

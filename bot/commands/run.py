@@ -5,7 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from bot.actions import DispatchRun, RecordApproval, run_id
-from bot.commands import Context, Result
+from bot.commands.context import Context, Result
 from bot.escape import code
 from bot.linking import ExperimentFile
 

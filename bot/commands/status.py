@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from bot.commands import Context, Result
+from bot.commands.context import Context, Result
 from bot.escape import code, untrusted
 
 NAME = "status"

@@ -8,7 +8,7 @@ reconciler posts the seeds' mean, std and 95% interval and the record decision (
 from __future__ import annotations
 
 from bot.actions import DispatchRun, RecordApproval
-from bot.commands import Context, Result
+from bot.commands.context import Context, Result
 from bot.commands.run import runnable
 from runner.executor.dispatch import run_id as runner_run_id
 from runner.reproduction import seeds_for

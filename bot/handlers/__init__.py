@@ -9,10 +9,6 @@ The worker and the Actions entry call :func:`handle`, which routes by event name
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
 from bot.actions import Action
 from bot.events import (
     CheckRunEvent,
@@ -24,28 +20,7 @@ from bot.events import (
     IssuesEvent,
     PullRequestEvent,
 )
-from bot.github import GitHubClient
-from bot.ledger import LedgerView
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
-from runner.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class Env:
-    """What handlers may read: GitHub (reads), the ledger (reads), the plan runner, the bot's own login."""
-
-    gh: GitHubClient
-    view: LedgerView
-    bot_login: str
-    planner: Callable[..., Any]
-
-
-def load_repo_config(env: Env, repo: str) -> tuple[RepoConfig, str | None]:
-    """The repo's openlab.yml from its default branch; defaults plus the error text if it is malformed."""
-    try:
-        return parse_repo_config(env.gh.get_contents(repo, CONFIG_PATH)), None
-    except ConfigError as err:
-        return RepoConfig(), str(err)
+from bot.handlers.env import Env, load_repo_config
 
 
 def handle(event: Event | Ignored, env: Env) -> list[Action]:
@@ -69,3 +44,6 @@ def handle(event: Event | Ignored, env: Env) -> list[Action]:
         return [CancelRun(repo=r["repo"], run_id=r["run_id"], reason="the openlab app was uninstalled")
                 for r in env.view.active_runs_for_installation(event.installation.id)]
     return []
+
+
+__all__ = ["Env", "handle", "load_repo_config"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bot.actions import Action
 from bot.events import CheckRunEvent, CheckSuiteEvent
-from bot.handlers import Env
+from bot.handlers.env import Env
 from bot.handlers.plan_report import CHECK_NAME as PLAN_CHECK
 from bot.handlers.plan_report import plan_actions
 from bot.handlers.pulls import PullFacts, draft_note, plan_facts

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from bot.actions import Action, React, RecordObservedHead, SyncRunsComment, UpsertComment
 from bot.approval import Binding, bind_head
-from bot.commands import REGISTRY, Context, PullInfo, Result
+from bot.commands.context import REGISTRY, Context, PullInfo, Result
 from bot.commands.parse import find_commands
 from bot.events import IssueCommentEvent
-from bot.handlers import Env, load_repo_config
+from bot.handlers.env import Env, load_repo_config
 from bot.handlers.pulls import prereg_statuses, pull_info
 from bot.ledger import LedgerView
 from bot.render import render_comment

@@ -12,7 +12,7 @@ from bot.actions import Action, AddLabels, CreateStarter, RecordPreregistration,
 from bot.datashop import DATASHOP, ExampleLabels, label_examples, label_rows, prompt_problems, starter
 from bot.events import IssuesEvent
 from bot.forms import FORMS, TEMPLATE_DIR, Form, bundled_form, load_templates, parse_body, which_form
-from bot.handlers import Env, load_repo_config
+from bot.handlers.env import Env, load_repo_config
 from bot.ledger import LedgerView
 from bot.preregistration import check, next_file, slugify
 from bot.render import render, render_comment

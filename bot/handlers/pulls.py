@@ -19,10 +19,10 @@ from bot.actions import (
     UpsertComment,
     run_id,
 )
-from bot.commands import Context, PullInfo
+from bot.commands.context import Context, PullInfo
 from bot.commands.run import runnable
 from bot.events import PullRequestEvent
-from bot.handlers import Env, load_repo_config
+from bot.handlers.env import Env, load_repo_config
 from bot.handlers.plan_report import plan_actions
 from bot.ledger import LedgerView
 from bot.linking import link

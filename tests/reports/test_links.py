@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bot.dispatch import execution_page_url
 from bot.repo_config import parse_repo_config
 from bot.run_report import render_run_comment
+from bot.run_services import execution_page_url
 from bot.run_state import RunReport
 from runner.executor.dispatch import run_id
 
