@@ -22,10 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+import templates
 from runner.safeparse import ParseError, loads_yaml
 
 FORMS = ("experiment", "speedrun", "datashop")
-BUNDLED_DIR = Path(__file__).resolve().parent.parent / ".github" / "ISSUE_TEMPLATE"
+# Our forms as `openlab init` writes them (inside the wheel; .github/ISSUE_TEMPLATE of this repo holds the same
+# files, checked by tests/adopt/test_init.py): the bot answers with them where a lab has no form of that name.
+BUNDLED_DIR = Path("init", "github", "ISSUE_TEMPLATE")
 TEMPLATE_DIR = ".github/ISSUE_TEMPLATE"
 NO_RESPONSE = "_No response_"
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
@@ -119,7 +122,7 @@ def load_templates(files: dict[str, str]) -> tuple[dict[str, Form], list[str]]:
 
 
 def bundled_form(name: str) -> Form:
-    return load_form(name, (BUNDLED_DIR / f"{name}.yml").read_text())
+    return load_form(name, templates.path(*BUNDLED_DIR.parts, f"{name}.yml").read_text())
 
 
 def _norm(text: str) -> str:

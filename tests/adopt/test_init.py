@@ -101,7 +101,7 @@ def test_openlab_yml_is_every_default_with_a_comment() -> None:
 
 def test_issue_forms_are_the_ones_this_repository_uses() -> None:
     files = render_files()
-    for form in ("experiment.yml", "speedrun.yml"):
+    for form in ("experiment.yml", "speedrun.yml", "datashop.yml"):
         assert files[f".github/ISSUE_TEMPLATE/{form}"] == (ROOT / ".github/ISSUE_TEMPLATE" / form).read_text()
 
 
