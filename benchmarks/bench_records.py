@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests" / "leaderboard"))
 from factory import make_results  # noqa: E402
 
 import leaderboard.site as site  # noqa: E402
-from bot.reproductions import decide_record, judge  # noqa: E402
+from bot.runs.reproductions import decide_record, judge  # noqa: E402
 from leaderboard.tracks import DEFAULT_TRACKS  # noqa: E402
 from runner import attest  # noqa: E402
 from runner.reproduction import RecordDecision, Reproduction, SeedRun, sign_reproduction  # noqa: E402

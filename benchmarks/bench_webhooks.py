@@ -35,7 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.app import sign  # noqa: E402
+from bot.ingress.app import sign  # noqa: E402
 from bot.sandbox.driver import SandboxDriver  # noqa: E402
 from tests.bot.helpers import REPO, experiment_body, free_port, repo_files, rsa_pair  # noqa: E402
 

@@ -20,10 +20,10 @@ def serve(host: str, port: int, token_env: str | None) -> None:
     """Run the GitHub App webhook server (settings from OPENLAB_* variables; see README "Bot")."""
     import uvicorn
 
-    from bot.app import create_app
-    from bot.service import Bot
-    from bot.serving import server_config
-    from bot.settings import load_settings
+    from bot.config.settings import load_settings
+    from bot.ingress.app import create_app
+    from bot.ingress.service import Bot
+    from bot.ingress.serving import server_config
 
     settings = load_settings()
     settings.require_secrets()
@@ -32,19 +32,19 @@ def serve(host: str, port: int, token_env: str | None) -> None:
         token = os.environ.get(token_env)
         if not token:
             raise ConfigError(f"--token-env {token_env}: variable is empty")
-    from bot.dispatch import attach_to_bot
-    from bot.reconcile import start_reconcile_thread
+    from bot.runs.dispatch import attach_to_bot
+    from bot.runs.reconcile import start_reconcile_thread
 
     bot = Bot(settings, token=token)
     start_reconcile_thread(attach_to_bot(bot))  # follows Ray jobs, reports results (issue 5)
     app = create_app(bot, start_worker=settings.worker == "thread")
     worker = None
     if settings.worker == "process":
-        from bot import worker_process
+        from bot.ingress import worker_process
 
         worker = worker_process.start(settings, token)
     try:
-        uvicorn.Server(server_config(app, host, port, settings.request_timeout_s)).run()  # bot.serving: bounds
+        uvicorn.Server(server_config(app, host, port, settings.request_timeout_s)).run()  # bot.ingress.serving: bounds
     finally:
         if worker is not None:
             worker.terminate()
@@ -61,8 +61,8 @@ def event(name: str, payload: str) -> None:
     `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead (untrusted data;
     the PR and SHA come from the workflow_run event in $GITHUB_EVENT_PATH).
     """
-    from bot.service import Bot
-    from bot.settings import load_settings
+    from bot.config.settings import load_settings
+    from bot.ingress.service import Bot
 
     token = os.environ.get("GITHUB_TOKEN")
     if not token:
@@ -76,11 +76,11 @@ def event(name: str, payload: str) -> None:
         overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
     settings = load_settings(**overrides)
     bot = Bot(settings, token=token, planner_factory=lambda gh: None)
-    from bot.dispatch import attach_to_bot
+    from bot.runs.dispatch import attach_to_bot
 
     attach_to_bot(bot)  # DispatchRun/CancelRun go to Ray (issue 5)
     if name == "plan_report":
-        from bot.actions_mode import plan_report
+        from bot.ingress.actions_mode import plan_report
 
         plan_report(bot, Path(payload), os.environ.get("GITHUB_REPOSITORY", ""), os.environ.get("GITHUB_EVENT_PATH"))
         return
@@ -110,8 +110,8 @@ def sandbox(host: str, port: int) -> None:
     """Run the local GitHub sandbox (for the demo and tests; loopback only)."""
     import uvicorn
 
+    from bot.ingress.serving import server_config
     from bot.sandbox.server import create_sandbox_app
-    from bot.serving import server_config
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise ConfigError("the sandbox only listens on loopback")
@@ -120,10 +120,10 @@ def sandbox(host: str, port: int) -> None:
 
 def commands() -> list[click.Command]:
     from bot.adopt.cli import commands as adopt_commands
-    from bot.config_reference import config_reference
+    from bot.config.reference import config_reference
     from bot.demo.cli import demo
     from bot.keys_cli import keygen
-    from bot.reconcile_cli import reconcile_cmd
     from bot.reports.cli import reports
+    from bot.runs.reconcile_cli import reconcile_cmd
 
     return [serve, event, sandbox, reconcile_cmd, keygen, reports, demo, config_reference, *adopt_commands()]

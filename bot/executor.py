@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 from bot import actions as A
 from bot import sticky
-from bot.escape import truncate_body
-from bot.github import GitHubClient
+from bot.github.client import GitHubClient
+from bot.github.escape import truncate_body
+from bot.github.render import marker
 from bot.ledger import ACTIVE_RUN_STATES, Ledger, check_runs, comments
-from bot.render import marker
 
 log = logging.getLogger("openlab.bot")
 
@@ -140,7 +140,7 @@ class Executor:
 
     def _dispatch_run(self, a: A.DispatchRun) -> None:
         if a.seeds:
-            from bot.reproductions import register
+            from bot.runs.reproductions import register
 
             register(self.ledger.engine, a.run_id, a.seeds)
         self.ledger.add_run(run_id=a.run_id, repo=a.repo, pr=a.pr, sha=a.sha, experiment=a.experiment,

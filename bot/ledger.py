@@ -37,7 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
-from bot.approval import HeadTimeline, timeline_mark
+from bot.runs.approval import HeadTimeline, timeline_mark
 from runner.errors import ConfigError
 
 metadata = MetaData()

@@ -19,8 +19,8 @@ from typing import Any
 from markupsafe import Markup
 from sqlalchemy import delete, insert, select, update
 
+from bot.github.render import marker, render
 from bot.ledger import Ledger, comment_sections
-from bot.render import marker, render
 
 STICKY_KIND = "pr"
 SECTION_KINDS = frozenset({"plan", "run", "pareto"})
@@ -68,8 +68,8 @@ def sections(ledger: Ledger, repo: str, number: int) -> dict[str, str]:
 
 
 def _links(ledger: Ledger, run_id: str) -> Markup | None:
-    from bot.run_report import link
-    from bot.run_state import RunStates
+    from bot.runs.report import link
+    from bot.runs.state import RunStates
 
     report = RunStates(ledger.engine).get(run_id)
     if report is None:
@@ -107,7 +107,7 @@ def _run_section(body: str, run: dict[str, Any]) -> str:
 def compose(ledger: Ledger, repo: str, number: int, *, head_sha: str | None = None,
             approval_label: str = "approved-to-run") -> str:
     """The whole sticky comment of PR ``number`` from the ledger (sections + live run state)."""
-    from bot.escape import untrusted
+    from bot.github.escape import untrusted
 
     parts = sections(ledger, repo, number)
     runs = ledger.runs(repo, number)

@@ -1,6 +1,6 @@
 """Record history per speedrun track, from the lab's signed reproductions (``reproduction.json``, issue 14).
 
-A record is a reproduction whose decision was *accepted* (``bot.reproductions``: it reproduced and beat the
+A record is a reproduction whose decision was *accepted* (``bot.runs.reproductions``: it reproduced and beat the
 current record at its budget with a one-sided Welch test). Each track gets ``records/<track>.html``, a
 world-record table like modded-nanogpt's: date, author (and affiliation, from the PR and its preregistration),
 method, BPB ± 95% CI, FLOPs, Δ against the previous record, and links to the PR, the code at its SHA, W&B and

@@ -1,6 +1,6 @@
 """Planning PR code: ``openlab plan`` of one experiment file in the plan sandbox (:mod:`runner.sandbox`).
 
-:func:`plan_checkout` is the one path the bot (``bot.plan_sandbox.run_plan``) and ``openlab plan --sandbox`` share.
+:func:`plan_checkout` is the one path the bot (``bot.plans.sandbox.run_plan``) and ``openlab plan --sandbox`` share.
 Inside the sandbox ``python -I -m runner.sandbox_plan_entry plan FILE`` runs the plan command without loading
 the ``openlab`` plugins (only ``runner`` is visible there). What it prints is untrusted data: it must parse as a
 bounded :class:`runner.schema.Plan` before anything is stored or posted.

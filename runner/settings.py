@@ -2,7 +2,7 @@
 
 Code reads these where it needs them (often deep in a library call); this model is their single declaration,
 with the default and meaning of each, and a test checks that every variable read anywhere in the code is
-declared here or in :mod:`bot.settings`, so the configuration reference cannot drift from the code.
+declared here or in :mod:`bot.config.settings`, so the configuration reference cannot drift from the code.
 """
 
 from __future__ import annotations

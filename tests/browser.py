@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.serving import ServedApp
+from bot.ingress.serving import ServedApp
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [

@@ -31,8 +31,8 @@ def test_context_keys_reach_every_record() -> None:
 
 def test_a_delivery_is_logged_with_its_keys(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The worker binds delivery id, event, repo, PR and SHA around everything a delivery does."""
+    from bot.ingress.worker import Worker
     from bot.ledger import Ledger
-    from bot.worker import Worker
 
     ledger = Ledger(f"sqlite:///{tmp_path}/l.sqlite3")
     payload = {"action": "labeled", "repository": {"full_name": "lab/x"},

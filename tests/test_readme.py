@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 import pytest
 
-from bot.config_reference import END, START, env_rows, render
+from bot.config.reference import END, START, env_rows, render
 from runner.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

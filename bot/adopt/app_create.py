@@ -162,7 +162,7 @@ def read_env_file(path: Path) -> dict[str, str]:
 def run_flow(flow: Flow, *, name: str, webhook_url: str, homepage: str, port: int | None, open_browser: bool,
              timeout_s: float, echo: Any = print) -> Created:
     """Serve the loopback page and callback until GitHub calls back (or `timeout_s` passes)."""
-    from bot.serving import ServedApp
+    from bot.ingress.serving import ServedApp
 
     served = ServedApp(loopback_app(flow), port=port)
     flow.manifest = build_manifest(name, webhook_url, f"{served.url}/callback", homepage)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from runner.errors import OpenlabError
 
 if TYPE_CHECKING:
-    from bot.repo_config import RepoConfig
+    from bot.config.repo_config import RepoConfig
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 
@@ -48,7 +48,7 @@ def check_webhook_secrets(ctx: Context) -> Check:
     name = "webhook secrets"
     if ctx.mode == "actions":
         return Check(name, OK, "not needed in Actions mode (GitHub runs the workflows)")
-    from bot.settings import WEAK_SECRETS
+    from bot.config.settings import WEAK_SECRETS
 
     secrets = [s.strip() for s in (ctx.get("OPENLAB_WEBHOOK_SECRETS") or "").split(",") if s.strip()]
     fix = "set OPENLAB_WEBHOOK_SECRETS to the App's webhook secret (`openlab app create` writes one)"
@@ -81,7 +81,7 @@ def check_app_key(ctx: Context) -> Check:
         key = serialization.load_pem_private_key(pem, password=None)
         if not isinstance(key, RSAPrivateKey):
             raise ValueError("not an RSA key")
-        from bot.auth import AppAuth
+        from bot.github.auth import AppAuth
 
         token = AppAuth(app_id, pem.decode(), "https://api.github.com").app_jwt()  # the JWT the bot sends GitHub
         claims = jwt.decode(token, key.public_key(), algorithms=["RS256"])
@@ -233,7 +233,7 @@ def check_ledger(ctx: Context) -> Check:
 
 def check_repo_config(ctx: Context) -> Check:
     try:
-        from bot.repo_config import CONFIG_PATH
+        from bot.config.repo_config import CONFIG_PATH
 
         path = ctx.root / CONFIG_PATH
         _repo_config(ctx, strict=True)
@@ -244,7 +244,7 @@ def check_repo_config(ctx: Context) -> Check:
 
 
 def _repo_config(ctx: Context, strict: bool = False) -> RepoConfig:
-    from bot.repo_config import CONFIG_PATH, parse_repo_config
+    from bot.config.repo_config import CONFIG_PATH, parse_repo_config
 
     path = ctx.root / CONFIG_PATH
     try:
@@ -252,7 +252,7 @@ def _repo_config(ctx: Context, strict: bool = False) -> RepoConfig:
     except OpenlabError:
         if strict:
             raise
-        from bot.repo_config import RepoConfig
+        from bot.config.repo_config import RepoConfig
 
         return RepoConfig()
 

@@ -22,7 +22,7 @@ import jinja2
 
 import templates
 from bot.adopt.repo_yaml import default_repo_yaml
-from bot.repo_config import CONFIG_PATH
+from bot.config.repo_config import CONFIG_PATH
 from runner import attest
 from runner.errors import OpenlabError
 

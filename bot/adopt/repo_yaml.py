@@ -1,5 +1,5 @@
 """`.github/openlab.yml` as `openlab init` writes it: every setting at its default, with its description as a
-comment, generated from :class:`bot.repo_config.RepoConfig` so the file cannot drift from the model."""
+comment, generated from :class:`bot.config.repo_config.RepoConfig` so the file cannot drift from the model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from bot.repo_config import CONFIG_PATH, RepoConfig
+from bot.config.repo_config import CONFIG_PATH, RepoConfig
 
 HEADER = f"""\
 # {CONFIG_PATH}: this lab's openlab settings. Every key below is at its documented default; change what you

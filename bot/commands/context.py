@@ -12,8 +12,8 @@ from types import ModuleType
 from typing import Any
 
 from bot.actions import Action
-from bot.linking import ExperimentFile
-from bot.repo_config import RepoConfig
+from bot.config.repo_config import RepoConfig
+from bot.forms.linking import ExperimentFile
 
 MAX_COMMANDS = 10
 
@@ -42,7 +42,7 @@ class Context:
     approvals: list[dict[str, Any]]
     runs: list[dict[str, Any]]
     installation_id: int | None
-    # The head a comment approves (bot.approval.bind_head) or why none; None/None on paths with a SHA in the event.
+    # The head a comment approves (bot.runs.approval.bind_head) or why none; None/None on paths with a SHA in the event.
     approved_sha: str | None = None
     bind_problem: str | None = None
 

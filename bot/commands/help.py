@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.commands.context import Context, Result
-from bot.render import render
+from bot.github.render import render
 
 NAME = "help"
 USAGE = "/help"

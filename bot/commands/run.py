@@ -6,8 +6,8 @@ from markupsafe import Markup
 
 from bot.actions import DispatchRun, RecordApproval, run_id
 from bot.commands.context import Context, Result
-from bot.escape import code
-from bot.linking import ExperimentFile
+from bot.forms.linking import ExperimentFile
+from bot.github.escape import code
 
 NAME = "run"
 USAGE = "/run [experiment]"
@@ -22,7 +22,7 @@ def codes(paths: list[str]) -> Markup:
 def runnable(ctx: Context, name: str, args: tuple[str, ...]) -> tuple[list[ExperimentFile], str | None]:
     """The experiments a run-starting command may start, or the reason it may not (shared with /rerun).
 
-    Reasons are Markdown the bot wrote (``Markup``) with every PR-supplied part escaped by `bot.escape`."""
+    Reasons are Markdown the bot wrote (``Markup``) with every PR-supplied part escaped by `bot.github.escape`."""
     pull = ctx.pull
     if pull is None:
         return [], "runs start from pull requests; comment on the PR"

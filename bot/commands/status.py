@@ -5,7 +5,7 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from bot.commands.context import Context, Result
-from bot.escape import code, untrusted
+from bot.github.escape import code, untrusted
 
 NAME = "status"
 USAGE = "/status"

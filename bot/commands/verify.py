@@ -2,7 +2,7 @@
 
 One experiment, one plan, one budget check: the run is the PR's speedrun file with ``OPENLAB_SPEEDRUN_SEEDS`` set
 (``runner.reproduction``); the dispatcher checks N x the single run's planned FLOPs against the budgets, and the
-reconciler posts the seeds' mean, std and 95% interval and the record decision (``bot.reproductions``).
+reconciler posts the seeds' mean, std and 95% interval and the record decision (``bot.runs.reproductions``).
 """
 
 from __future__ import annotations

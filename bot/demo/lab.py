@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bot.dispatch import RunServices, attach_to_bot
-from bot.jobs import RayJobs
-from bot.reconcile import Reconciler
+from bot.ingress.serving import ServedApp
+from bot.runs.dispatch import RunServices, attach_to_bot
+from bot.runs.jobs import RayJobs
+from bot.runs.reconcile import Reconciler
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.server import create_sandbox_app
 from bot.sandbox.state import SandboxState
-from bot.serving import ServedApp
 from runner.executor.local_head import LocalHead, start_head
 
 REPO = "lab/openlab"
@@ -106,9 +106,9 @@ class DemoLab:
         self.public_pem = b""
 
     def start(self) -> DemoLab:
-        from bot.app import create_app
-        from bot.service import Bot
-        from bot.settings import BotSettings
+        from bot.config.settings import BotSettings
+        from bot.ingress.app import create_app
+        from bot.ingress.service import Bot
 
         if self.workdir.exists():
             shutil.rmtree(self.workdir)

@@ -223,7 +223,7 @@ def _last_metrics(store: Path) -> dict | None:
 
 def _publish(lab: DemoLab, workdir: Path, pr: int, issue: int, console: Console) -> dict[str, Path]:
     """Merge the committed results into the leaderboard, build the one site, write the transcript."""
-    from bot.github import GitHubClient
+    from bot.github.client import GitHubClient
     from bot.reports.build import build_reports
     from bot.reports.collect import collect
     from bot.reports.model import Overlay

@@ -10,7 +10,7 @@ The worker and the Actions entry call :func:`handle`, which routes by event name
 from __future__ import annotations
 
 from bot.actions import Action
-from bot.events import (
+from bot.github.events import (
     CheckRunEvent,
     CheckSuiteEvent,
     Event,

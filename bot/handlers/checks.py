@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.actions import Action
-from bot.events import CheckRunEvent, CheckSuiteEvent
+from bot.github.events import CheckRunEvent, CheckSuiteEvent
 from bot.handlers.env import Env
-from bot.handlers.plan_report import CHECK_NAME as PLAN_CHECK
-from bot.handlers.plan_report import plan_actions
 from bot.handlers.pulls import PullFacts, draft_note, plan_facts
 from bot.ledger import LedgerView
-from bot.publish import CHECK_NAME as RUN_CHECK
+from bot.plans.report import CHECK_NAME as PLAN_CHECK
+from bot.plans.report import plan_actions
+from bot.runs.publisher import CHECK_NAME as RUN_CHECK
 
 OUR_CHECKS = (PLAN_CHECK, RUN_CHECK)
 MAX_PULLS = 5  # one head SHA is rarely the head of more PRs; bound the planning a button press can cause

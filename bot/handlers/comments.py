@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.actions import Action, React, RecordObservedHead, SyncRunsComment, UpsertComment
-from bot.approval import Binding, bind_head
 from bot.commands.context import REGISTRY, Context, PullInfo, Result
 from bot.commands.parse import find_commands
-from bot.events import IssueCommentEvent
+from bot.config.trust import gather_trust
+from bot.github.events import IssueCommentEvent
+from bot.github.render import render_comment
 from bot.handlers.env import Env, load_repo_config
 from bot.handlers.pulls import prereg_statuses, pull_info
 from bot.ledger import LedgerView
-from bot.render import render_comment
-from bot.trust import gather_trust
+from bot.runs.approval import Binding, bind_head
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.github import GitHubClient
+from bot.config.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
+from bot.github.client import GitHubClient
 from bot.ledger import LedgerView
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
 from runner.errors import ConfigError
 
 

@@ -9,14 +9,22 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from bot.actions import Action, AddLabels, CreateStarter, RecordPreregistration, RemoveLabel, UpsertComment
-from bot.datashop import DATASHOP, ExampleLabels, label_examples, label_rows, prompt_problems, starter
-from bot.events import IssuesEvent
-from bot.forms import FORMS, TEMPLATE_DIR, Form, bundled_form, load_templates, parse_body, which_form
+from bot.config.repo_config import RepoConfig
+from bot.forms.datashop import DATASHOP, ExampleLabels, label_examples, label_rows, prompt_problems, starter
+from bot.forms.issue_forms import (
+    FORMS,
+    TEMPLATE_DIR,
+    Form,
+    bundled_form,
+    load_templates,
+    parse_body,
+    which_form,
+)
+from bot.forms.preregistration import check, next_file, slugify
+from bot.github.events import IssuesEvent
+from bot.github.render import render, render_comment
 from bot.handlers.env import Env, load_repo_config
 from bot.ledger import LedgerView
-from bot.preregistration import check, next_file, slugify
-from bot.render import render, render_comment
-from bot.repo_config import RepoConfig
 
 STARTER_OPTION = "starter"
 log = logging.getLogger(__name__)

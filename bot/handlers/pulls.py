@@ -21,15 +21,15 @@ from bot.actions import (
 )
 from bot.commands.context import Context, PullInfo
 from bot.commands.run import runnable
-from bot.events import PullRequestEvent
+from bot.config.repo_config import RepoConfig
+from bot.config.trust import gather_trust
+from bot.forms.linking import link
+from bot.github.events import PullRequestEvent
+from bot.github.render import marker, render
 from bot.handlers.env import Env, load_repo_config
-from bot.handlers.plan_report import plan_actions
 from bot.ledger import LedgerView
-from bot.linking import link
-from bot.plan_sandbox import PlanOutcome
-from bot.render import marker, render
-from bot.repo_config import RepoConfig
-from bot.trust import gather_trust
+from bot.plans.report import plan_actions
+from bot.plans.sandbox import PlanOutcome
 
 PLAN_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review", "edited")
 

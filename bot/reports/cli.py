@@ -38,7 +38,7 @@ def build(
     bot_login: str,
 ) -> None:
     """Fetch experiment issues from GitHub (GITHUB_TOKEN) and write OUT/reports/ and OUT/executions/."""
-    from bot.github import GitHubClient, GitHubError
+    from bot.github.client import GitHubClient, GitHubError
     from bot.reports.build import build_reports
     from bot.reports.collect import collect
     from bot.reports.model import load_overlay

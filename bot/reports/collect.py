@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.github import GitHubClient
+from bot.github.client import GitHubClient
 
 
 class Snapshot(BaseModel):

@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from bot.app import sign
+from bot.ingress.app import sign
 
 
 class SandboxDriver:

@@ -32,7 +32,7 @@ class RayConnectError(OpenlabError):
     """The Ray address cannot be reached or Ray refuses the connection."""
 
 
-# The bot's secrets (bot/settings.py, bot/config_reference.py): none may reach a job's environment.
+# The bot's secrets (bot/config/settings.py, bot/config/reference.py): none may reach a job's environment.
 BOT_SECRETS = frozenset({
     "GITHUB_TOKEN", "GH_TOKEN", "OPENLAB_WEBHOOK_SECRETS", "OPENLAB_PRIVATE_KEY_PATH", "OPENLAB_APP_ID",
     "OPENLAB_SIGNING_KEY", "OPENLAB_SIGNING_KEY_FILE", "OPENLAB_LEDGER_URL", "ACTIONS_RUNTIME_TOKEN",

@@ -16,10 +16,10 @@ import yaml
 
 from bot.adopt.app_create import EVENTS, PERMISSIONS, Created, Flow, read_env_file, run_flow
 from bot.adopt.doctor import OK, Context, check_app_key, check_webhook_secrets
-from bot.auth import AppAuth
+from bot.github.auth import AppAuth
+from bot.ingress.serving import ServedApp
 from bot.sandbox.server import create_sandbox_app
 from bot.sandbox.state import SandboxState
-from bot.serving import ServedApp
 from runner.errors import OpenlabError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from bot.adopt.init import MANIFEST, PUBLIC_KEY, init_lab, render_files
 from bot.adopt.repo_yaml import default_repo_yaml
-from bot.repo_config import RepoConfig, parse_repo_config
+from bot.config.repo_config import RepoConfig, parse_repo_config
 from runner.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import create_app
+from bot.config.settings import BotSettings
+from bot.ingress.app import create_app
+from bot.ingress.service import Bot
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.server import create_sandbox_app
 from bot.sandbox.state import SandboxState
-from bot.service import Bot
-from bot.settings import BotSettings
 from tests.bot.helpers import OLD_SECRET, REPO, SECRET, ServerThread, repo_files, rsa_pair
 
 

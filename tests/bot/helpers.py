@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.serving import ServedApp, free_port  # noqa: F401 - re-exported for the tests
+from bot.ingress.serving import ServedApp, free_port  # noqa: F401 - re-exported for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "test-webhook-secret-1"

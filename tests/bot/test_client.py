@@ -9,9 +9,9 @@ import jwt
 import pytest
 import responses
 
-from bot.auth import AppAuth
-from bot.escape import MAX_BODY, truncate_body
-from bot.github import GitHubClient, GitHubError, RateLimited
+from bot.github.auth import AppAuth
+from bot.github.client import GitHubClient, GitHubError, RateLimited
+from bot.github.escape import MAX_BODY, truncate_body
 from tests.bot.helpers import rsa_pair
 
 API = "https://api.github.test"

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.app import create_app, sign
-from bot.events import HANDLED_EVENTS
-from bot.service import Bot
+from bot.github.events import HANDLED_EVENTS
+from bot.ingress.app import create_app, sign
+from bot.ingress.service import Bot
 from tests.bot import github_spec as gs
 from tests.bot.conftest import Lab, make_settings
 from tests.bot.helpers import REPO, SECRET, experiment_body, experiment_file, speedrun_body

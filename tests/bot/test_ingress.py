@@ -10,7 +10,7 @@ import uuid
 
 import httpx
 
-from bot.app import sign, verify_signature
+from bot.ingress.app import sign, verify_signature
 from tests.bot.conftest import Lab
 from tests.bot.helpers import OLD_SECRET, REPO, SECRET, bot_comments, experiment_body
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.plan_sandbox import materialise, network_prefix, run_plan
+from bot.plans.sandbox import materialise, network_prefix, run_plan
 from tests.bot.helpers import experiment_file
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.app import create_app
-from bot.recovery import HookDelivery, select_redeliveries
+from bot.ingress.app import create_app
+from bot.ingress.recovery import HookDelivery, select_redeliveries
+from bot.ingress.service import Bot
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.state import SandboxState
-from bot.service import Bot
 from tests.bot import github_spec as gs
 from tests.bot.conftest import make_settings
 from tests.bot.helpers import REPO, SECRET, ServerThread, bot_comments, experiment_body, free_port, repo_files

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import httpx
 
-from bot.github import GitHubClient
-from bot.repo_config import RepoConfig
-from bot.trust import gather_trust, team_ref
+from bot.config.repo_config import RepoConfig
+from bot.config.trust import gather_trust, team_ref
+from bot.github.client import GitHubClient
 from tests.bot import github_spec as gs
 from tests.bot.conftest import Lab
 from tests.bot.helpers import REPO, bot_comments, experiment_file, repo_files

@@ -7,14 +7,14 @@ import pytest
 from bot.actions import ACTIONS, DispatchRun, run_id
 from bot.commands import REGISTRY
 from bot.commands.parse import find_commands
-from bot.escape import untrusted
-from bot.forms import bundled_form, parse_body
-from bot.linking import link
-from bot.preregistration import check, parse_flops
-from bot.render import render_comment
-from bot.repo_config import RepoConfig, parse_repo_config
-from bot.settings import BotSettings
-from bot.trust import decide_trust
+from bot.config.repo_config import RepoConfig, parse_repo_config
+from bot.config.settings import BotSettings
+from bot.config.trust import decide_trust
+from bot.forms.issue_forms import bundled_form, parse_body
+from bot.forms.linking import link
+from bot.forms.preregistration import check, parse_flops
+from bot.github.escape import untrusted
+from bot.github.render import render_comment
 from runner.errors import ConfigError
 from tests.bot.helpers import experiment_body
 
@@ -118,7 +118,7 @@ def test_app_manifest_is_minimal() -> None:
 
 
 def test_pull_request_target_is_read_as_pull_request() -> None:
-    from bot.events import PullRequestEvent, handles, parse_event
+    from bot.github.events import PullRequestEvent, handles, parse_event
     from tests.bot import github_spec as gs
 
     gs.require_specs()

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from bot.demo.lab import git, mirror_commit, open_real_pull
-from bot.dispatch import RunServices, attach_to_bot
-from bot.github import GitHubClient
-from bot.jobs import RayJobs
-from bot.reconcile import Reconciler
+from bot.github.client import GitHubClient
+from bot.ingress.serving import ServedApp, free_port
+from bot.runs.dispatch import RunServices, attach_to_bot
+from bot.runs.jobs import RayJobs
+from bot.runs.reconcile import Reconciler
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.server import create_sandbox_app
 from bot.sandbox.state import SandboxState
-from bot.serving import ServedApp, free_port
 from runner import attest
 from tests.runner.executor import conftest as executor_fixtures
 
@@ -75,8 +75,8 @@ class Lab:
 
 def make_lab(tmp_path: Path, ray_url: str | None, *, serve_bot: bool = True, signing: bool = True) -> Lab:
     """Build a sandbox with the lab repo, a real git repo behind it, and the bot wired to Ray at ``ray_url``."""
-    from bot.service import Bot
-    from bot.settings import BotSettings
+    from bot.config.settings import BotSettings
+    from bot.ingress.service import Bot
 
     state = SandboxState()
     sandbox = Served(create_sandbox_app(state))
@@ -104,7 +104,7 @@ def make_lab(tmp_path: Path, ray_url: str | None, *, serve_bot: bool = True, sig
               git_dir=git_dir, prefix=prefix, public_pem=pub, bot=bot)
     lab.commit("main", files)
     if serve_bot:
-        from bot.app import create_app
+        from bot.ingress.app import create_app
 
         lab.server = Served(create_app(bot))
         driver.bot_url = lab.server.url + "/webhook"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.jobs import JobSpec, RayJobs
+from bot.runs.jobs import JobSpec, RayJobs
 from tests.bot_runs.conftest import LAB
 from tests.bot_runs.experiments import hostile_results_json
 from tests.bot_runs.helpers import bot_comments, checks, dispatch, explain, open_fault_pull

@@ -4,7 +4,7 @@ These never reach Ray (the backend points at a closed port, so a wrongly accepte
 
 from __future__ import annotations
 
-from bot.quotas import Quotas, quota_problem
+from bot.config.quotas import Quotas, quota_problem
 from tests.bot_runs.conftest import LAB
 from tests.bot_runs.helpers import bot_comments, checks, dispatch, open_fault_pull
 

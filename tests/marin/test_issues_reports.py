@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.forms import bundled_form, load_templates, parse_body
+from bot.forms.issue_forms import bundled_form, load_templates, parse_body
 from bot.reports.build import build_reports
 from bot.reports.collect import Snapshot
 from bot.reports.model import Overlay

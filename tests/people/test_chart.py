@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from bot.chart import pareto_svg
+from bot.runs.chart import pareto_svg
 from tests.leaderboard.factory import make_results
 
 

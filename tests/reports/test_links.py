@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from bot.repo_config import parse_repo_config
-from bot.run_report import render_run_comment
-from bot.run_services import execution_page_url
-from bot.run_state import RunReport
+from bot.config.repo_config import parse_repo_config
+from bot.runs.report import render_run_comment
+from bot.runs.services import execution_page_url
+from bot.runs.state import RunReport
 from runner.executor.dispatch import run_id
 
 

@@ -1,7 +1,7 @@
 """Plumbing for attacking the plan sandbox the way a hostile PR would, through the bot's own path.
 
 ``plan_attack`` writes an experiment file into a checkout, plans it with :func:`runner.sandbox_plan.plan_checkout`
-(what ``bot.plan_sandbox.run_plan`` and ``openlab plan --sandbox`` call), turns the outcome into the bot's
+(what ``bot.plans.sandbox.run_plan`` and ``openlab plan --sandbox`` call), turns the outcome into the bot's
 plan comment and check run, and returns everything that would be stored or posted as one text to search for
 the secret. ``host_unharmed`` checks after the attack that nothing the sandbox started is still running and
 that the host can still start processes.
@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from bot.actions import UpsertCheckRun, UpsertComment
-from bot.handlers.plan_report import plan_actions
-from bot.linking import ExperimentFile
-from bot.plan_sandbox import materialise
-from bot.repo_config import RepoConfig
+from bot.config.repo_config import RepoConfig
+from bot.forms.linking import ExperimentFile
+from bot.plans.report import plan_actions
+from bot.plans.sandbox import materialise
 from runner.sandbox import NOBODY, Limits
 from runner.sandbox_plan import PlanOutcome, plan_checkout
 from tests.bot.conftest import app_key, lab, sandbox  # noqa: F401 - the real bot on the GitHub sandbox, for e2e

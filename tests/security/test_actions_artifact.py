@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.actions_mode import MAX_FILE_BYTES, ArtifactRefused, plan_report
+from bot.config.settings import BotSettings
+from bot.ingress.actions_mode import MAX_FILE_BYTES, ArtifactRefused, plan_report
+from bot.ingress.service import Bot
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.state import SandboxState
-from bot.service import Bot
-from bot.settings import BotSettings
 from runner.errors import ConfigError
 from tests.bot.conftest import sandbox  # noqa: F401 - fixture
 from tests.bot.helpers import REPO, SECRET, experiment_file, repo_files

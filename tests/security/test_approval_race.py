@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import create_app
+from bot.ingress.app import create_app
+from bot.ingress.service import Bot
 from bot.sandbox.driver import SandboxDriver
-from bot.service import Bot
 from tests.bot import conftest as bot_fixtures
 from tests.bot.helpers import (
     REPO,
@@ -91,7 +91,7 @@ def test_push_between_comment_and_processing_is_never_dispatched(slow_lab: SlowL
 
 
 def test_unknown_head_binds_only_to_a_head_planned_before_the_comment() -> None:
-    from bot.approval import HeadTimeline, bind_head
+    from bot.runs.approval import HeadTimeline, bind_head
 
     seen = HeadTimeline(found=True, before=None, after=(), received_at=100.0)
     assert bind_head(seen, "a" * 40, planned_at=99.0).sha == "a" * 40  # planned (shown on the PR) before

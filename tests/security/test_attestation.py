@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.results_io import attest_results
+from bot.runs.results_io import attest_results
 from leaderboard.load import load_runs
 from leaderboard.site import BuildOptions, build_site
 from leaderboard.tracks import default_tracks, parse_tracks

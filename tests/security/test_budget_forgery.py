@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.budget import overrun, recompute
-from bot.dispatch import RayDispatcher, attach_to_bot
-from bot.jobs import RayJobs
+from bot.runs.budget import overrun, recompute
+from bot.runs.dispatch import RayDispatcher, attach_to_bot
+from bot.runs.jobs import RayJobs
 from runner.config import RunConfig
 from runner.errors import ConfigError
 from runner.flops import estimate

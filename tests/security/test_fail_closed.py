@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from bot.actions import UpsertCheckRun, UpsertComment
-from bot.handlers.plan_report import plan_actions
-from bot.linking import ExperimentFile
-from bot.plan_sandbox import materialise, run_plan
-from bot.repo_config import RepoConfig
+from bot.config.repo_config import RepoConfig
+from bot.forms.linking import ExperimentFile
+from bot.plans.report import plan_actions
+from bot.plans.sandbox import materialise, run_plan
 from runner.cli import main
 from runner.sandbox_plan import WEAKER
 from tests.security.conftest import EXPERIMENT, VALID_TAIL, Attack

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from bot.app import create_app
+from bot.ingress.app import create_app
+from bot.ingress.service import Bot, SandboxPlanner
+from bot.ingress.serving import ServedApp
 from bot.sandbox.driver import SandboxDriver
 from bot.sandbox.state import SandboxState
-from bot.service import Bot, SandboxPlanner
-from bot.serving import ServedApp
 from tests.bot.conftest import app_key, make_settings, sandbox  # noqa: F401 - fixtures
 from tests.bot.helpers import REPO, SECRET, experiment_body, experiment_file, repo_files
 

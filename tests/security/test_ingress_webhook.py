@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.app import sign
-from bot.serving import free_port
+from bot.ingress.app import sign
+from bot.ingress.serving import free_port
 
 SECRET = b"ingress-test-secret-1"
 TIMEOUT_S = 1.0  # OPENLAB_REQUEST_TIMEOUT_S of the server under test

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.commands.parse import find_commands
-from bot.escape import code, fenced, untrusted
+from bot.github.escape import code, fenced, untrusted
 from bot.sandbox.transcript import fetch_thread, write_transcript
 from tests.bot import conftest as bot_fixtures
 from tests.bot.conftest import Lab

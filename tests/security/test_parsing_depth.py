@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.repo_config import parse_repo_config
+from bot.config.repo_config import parse_repo_config
 from runner.config import load_config
 from runner.errors import ConfigError
 from runner.safeparse import MAX_DEPTH, DepthError, ParseError, loads_json, loads_yaml

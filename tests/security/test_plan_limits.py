@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.plan_sandbox import materialise
+from bot.plans.sandbox import materialise
 from runner.sandbox import Limits
 from tests.security.conftest import EXPERIMENT, VALID_TAIL, Attack
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from markupsafe import Markup
 
-from bot.render import marker, render
+from bot.github.render import marker, render
 from runner.config import load_config
 from runner.errors import ConfigError
 from runner.executor.records import ExperimentRecord, ExperimentStep, LaunchInfo

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from bot.commands import Context, PullInfo
 from bot.commands.verify import run as verify
-from bot.linking import ExperimentFile
-from bot.repo_config import RepoConfig
-from bot.reproductions import decide_record, integrity_problems, judge
+from bot.config.repo_config import RepoConfig
+from bot.forms.linking import ExperimentFile
+from bot.runs.reproductions import decide_record, integrity_problems, judge
 from runner.reproduction import RecordDecision, Reproduction, SeedRun
 from runner.stats import summarize
 

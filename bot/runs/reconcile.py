@@ -3,7 +3,7 @@
 ``openlab reconcile`` makes one pass (what the scheduled Actions workflow runs); ``openlab serve`` runs the same
 pass in a background loop. A pass, for each run whose reporting is not done (oldest first):
 
-- queued, retry time reached: try to submit again (Ray was down, see :mod:`bot.dispatch`);
+- queued, retry time reached: try to submit again (Ray was down, see :mod:`bot.runs.dispatch`);
 - submitted: ask Ray (through the executor) for the job's state; when it ends, decide the outcome once and
   store it: success (results read from the store, validated, attested), failure (Ray's message and the log
   tail), cancelled, or vanished (Ray no longer knows the job);
@@ -21,16 +21,16 @@ import threading
 import time
 from typing import Any
 
-from bot.budget import overrun
-from bot.dispatch import RayDispatcher
-from bot.github import GitHubError
-from bot.jobs import BackendUnavailable, JobInfo, JobState
-from bot.preregistration import credit
-from bot.results_io import RunOutputError, attest_results, read_outputs
-from bot.run_publish import announce_running, publish_outcome, results_path
-from bot.run_report import loss_points
-from bot.run_services import RunServices, execution_page_url
-from bot.run_state import RunReport
+from bot.forms.preregistration import credit
+from bot.github.client import GitHubError
+from bot.runs.budget import overrun
+from bot.runs.dispatch import RayDispatcher
+from bot.runs.jobs import BackendUnavailable, JobInfo, JobState
+from bot.runs.publish import announce_running, publish_outcome, results_path
+from bot.runs.report import loss_points
+from bot.runs.results_io import RunOutputError, attest_results, read_outputs
+from bot.runs.services import RunServices, execution_page_url
+from bot.runs.state import RunReport
 from runner import store
 from runner.logs import log_context, log_event
 from runner.schema import dumps_results

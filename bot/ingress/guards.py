@@ -11,7 +11,7 @@ JSON body saying what is wrong:
 - a malformed Content-Length: 400; JSON that is malformed, not an object, or nested deeper than
   ``runner.safeparse.MAX_DEPTH``: 400.
 
-Header size is bounded by the HTTP layer (``bot.serving.server_config``: h11 with a 64 KiB limit -> 400).
+Header size is bounded by the HTTP layer (``bot.ingress.serving.server_config``: h11 with a 64 KiB limit -> 400).
 """
 
 from __future__ import annotations

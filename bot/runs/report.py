@@ -17,9 +17,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from bot.escape import cell, code, fenced, untrusted
-from bot.render import fmt_flops, render_comment
-from bot.run_state import RunReport
+from bot.github.escape import cell, code, fenced, untrusted
+from bot.github.render import fmt_flops, render_comment
+from bot.runs.state import RunReport
 from leaderboard.frontier import ParetoUpdate, RunRef
 from leaderboard.load import safe_url
 from runner.schema import Results

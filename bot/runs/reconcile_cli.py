@@ -11,8 +11,8 @@ def reconcile_cmd(loop_s: float | None) -> None:
     """Follow active runs on Ray and report their results to their PRs (idempotent: safe to run twice)."""
     import threading
 
-    from bot.dispatch import services_from_env
-    from bot.reconcile import Reconciler, reconcile_loop
+    from bot.runs.dispatch import services_from_env
+    from bot.runs.reconcile import Reconciler, reconcile_loop
     from runner.logs import setup_logging
 
     setup_logging()

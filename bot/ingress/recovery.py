@@ -35,11 +35,11 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy import select
 
-from bot.auth import AppAuth
-from bot.events import HANDLED_EVENTS, handles
-from bot.github import GitHubClient, GitHubError
+from bot.config.settings import BotSettings
+from bot.github.auth import AppAuth
+from bot.github.client import GitHubClient, GitHubError
+from bot.github.events import HANDLED_EVENTS, handles
 from bot.ledger import Ledger, inbox
-from bot.settings import BotSettings
 from runner.logs import log_event
 
 log = logging.getLogger("openlab.bot.recovery")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.quotas import Quotas
+from bot.config.quotas import Quotas
 from leaderboard.tracks import Track, default_tracks, parse_tracks
 from runner.config import format_validation_error
 from runner.errors import ConfigError

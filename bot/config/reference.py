@@ -1,7 +1,7 @@
 """The configuration reference: every environment variable and every `.github/openlab.yml` key, in one table.
 
-Generated from the pydantic models themselves (:class:`bot.settings.BotSettings`, :class:`BotRunEnvironment`
-below, :class:`runner.settings.RunnerEnvironment`, :class:`bot.repo_config.RepoConfig` and the models it
+Generated from the pydantic models themselves (:class:`bot.config.settings.BotSettings`, :class:`BotRunEnvironment`
+below, :class:`runner.settings.RunnerEnvironment`, :class:`bot.config.repo_config.RepoConfig` and the models it
 nests), written into README.md between markers by ``openlab config-reference --write``; a test fails when the
 README's copy differs, or when the code reads a variable no model declares.
 """
@@ -66,7 +66,7 @@ def _cell(text: str) -> str:
 
 
 def env_rows() -> list[tuple[str, str, str, str]]:
-    from bot.settings import BotSettings
+    from bot.config.settings import BotSettings
     from runner.settings import RunnerEnvironment
 
     rows = []
@@ -80,7 +80,7 @@ def env_rows() -> list[tuple[str, str, str, str]]:
 
 
 def yaml_rows(model: type[BaseModel] | None = None, prefix: str = "") -> list[tuple[str, str, str, str]]:
-    from bot.repo_config import RepoConfig
+    from bot.config.repo_config import RepoConfig
 
     model = model or RepoConfig
     rows = []

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from bot.escape import code, untrusted
-from bot.github import PERMISSION_ORDER, GitHubClient, GitHubError
-from bot.repo_config import RepoConfig
+from bot.config.repo_config import RepoConfig
+from bot.github.client import PERMISSION_ORDER, GitHubClient, GitHubError
+from bot.github.escape import code, untrusted
 
 MAX_TEAMS = 10
 

@@ -14,13 +14,13 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from bot.escape import fenced, untrusted
-from bot.github import GitHubError
-from bot.jobs import JobInfo, JobState
-from bot.publish import PushRefused
-from bot.run_report import render_pareto, render_run_comment
-from bot.run_services import RunServices
-from bot.run_state import RunReport
+from bot.github.client import GitHubError
+from bot.github.escape import fenced, untrusted
+from bot.runs.jobs import JobInfo, JobState
+from bot.runs.publisher import PushRefused
+from bot.runs.report import render_pareto, render_run_comment
+from bot.runs.services import RunServices
+from bot.runs.state import RunReport
 from runner.logs import log_event
 from runner.schema import Results, dumps_results
 
@@ -88,8 +88,8 @@ def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
 def _chart(s: RunServices, run: dict[str, Any], report: RunReport, results: Results,
            others: list[Results]) -> Markup | None:
     """Commit the BPB-vs-FLOPs chart beside the committed results; its image link for the comment, or None."""
-    from bot.chart import CHART_NAME, pareto_svg
-    from bot.run_report import link
+    from bot.runs.chart import CHART_NAME, pareto_svg
+    from bot.runs.report import link
 
     if not report.committed_path:
         return None  # attached, not committed: no public place for the image
@@ -128,7 +128,7 @@ def _pareto(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
 
 def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> None:
     """Publish every milestone of a decided outcome that is not published yet (each exactly once)."""
-    from bot.reproductions import publish_reproduction, seeds_of
+    from bot.runs.reproductions import publish_reproduction, seeds_of
 
     if seeds_of(s.ledger.engine, run["run_id"]) and publish_reproduction(s, run, report):
         return  # `/verify`: the seeds' aggregate was published instead of one run's results

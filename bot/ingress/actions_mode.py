@@ -23,10 +23,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.handlers.plan_report import plan_actions
 from bot.handlers.pulls import prereg_statuses, pull_info
-from bot.plan_sandbox import PlanOutcome, _last_error
-from bot.service import Bot
+from bot.ingress.service import Bot
+from bot.plans.report import plan_actions
+from bot.plans.sandbox import PlanOutcome, _last_error
 from runner.errors import ConfigError, OpenlabError
 from runner.safeparse import loads_json
 from runner.schema import Plan

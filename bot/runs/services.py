@@ -1,8 +1,8 @@
 """What the run lifecycle shares: :class:`RunServices`, built once per process (server, Actions job, CLI), and the
 address of a run's execution page.
 
-Its own module so the dispatcher (:mod:`bot.dispatch`), the publishing of a run on its PR (:mod:`bot.run_publish`)
-and the reconciler (:mod:`bot.reconcile`) all read it without importing each other.
+Its own module so the dispatcher (:mod:`bot.runs.dispatch`), the publishing of a run on its PR (:mod:`bot.runs.publish`)
+and the reconciler (:mod:`bot.runs.reconcile`) all read it without importing each other.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from bot.actions import UpsertComment
-from bot.github import GitHubClient
-from bot.jobs import JobBackend
+from bot.config.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
+from bot.github.client import GitHubClient
 from bot.ledger import Ledger
-from bot.publish import Publisher
-from bot.repo_config import CONFIG_PATH, RepoConfig, parse_repo_config
-from bot.run_state import RunStates
+from bot.runs.jobs import JobBackend
+from bot.runs.publisher import Publisher
+from bot.runs.state import RunStates
 from runner.errors import OpenlabError
 
 

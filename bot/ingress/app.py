@@ -1,6 +1,6 @@
 """`openlab serve`: the GitHub App webhook server (FastAPI).
 
-POST / (and /webhook): body read under a size cap and a read timeout (413 / 408, see `bot.ingress`) -> HMAC-SHA256
+POST / (and /webhook): body read under a size cap and a read timeout (413 / 408, see `bot.ingress.guards`) -> HMAC-SHA256
 over the raw body under any configured secret (401, nothing stored, on failure) -> event/delivery headers ->
 content type (415) -> depth-bounded JSON object (400) -> atomic claim of `X-GitHub-Delivery` in the ledger, which
 is also the durable enqueue -> 202. A redelivery answers 200 `duplicate`. Handled events with an action the bot
@@ -22,10 +22,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.events import HANDLED_EVENTS, handles
-from bot.infra import new_error_id
-from bot.ingress import Limits, Rejected, parse_payload, read_body
-from bot.service import Bot
+from bot.github.events import HANDLED_EVENTS, handles
+from bot.ingress.guards import Limits, Rejected, parse_payload, read_body
+from bot.ingress.infra import new_error_id
+from bot.ingress.service import Bot
 
 log = logging.getLogger("openlab.bot")
 
@@ -57,7 +57,7 @@ def create_app(bot: Bot, *, start_worker: bool = True) -> FastAPI:
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if start_worker:
             bot.worker.start()
-        if bot.recovery is not None:  # redeliver what failed while the server was away (bot/recovery.py)
+        if bot.recovery is not None:  # redeliver what failed while the server was away (bot/ingress/recovery.py)
             bot.recovery.start()
         yield
         if bot.recovery is not None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from bot.actions import Action, RecordPlan, UpsertCheckRun, UpsertComment
-from bot.budget import TrustedBudget, recompute
-from bot.escape import code, untrusted
-from bot.linking import ExperimentFile
-from bot.plan_sandbox import PlanOutcome
-from bot.render import fmt_flops, render_comment
-from bot.repo_config import RepoConfig
+from bot.config.repo_config import RepoConfig
+from bot.forms.linking import ExperimentFile
+from bot.github.escape import code, untrusted
+from bot.github.render import fmt_flops, render_comment
+from bot.plans.sandbox import PlanOutcome
+from bot.runs.budget import TrustedBudget, recompute
 
 CHECK_NAME = "openlab/plan"
 

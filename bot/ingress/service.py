@@ -13,15 +13,15 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from bot.auth import AppAuth
+from bot.config.settings import BotSettings
 from bot.executor import Dispatcher, Executor
-from bot.github import GitHubClient
+from bot.github.auth import AppAuth
+from bot.github.client import GitHubClient
 from bot.handlers import Env
+from bot.ingress.recovery import recovery_for
+from bot.ingress.worker import Worker
 from bot.ledger import Ledger, LedgerView
-from bot.plan_sandbox import PlanOutcome, materialise, run_plan
-from bot.recovery import recovery_for
-from bot.settings import BotSettings
-from bot.worker import Worker
+from bot.plans.sandbox import PlanOutcome, materialise, run_plan
 
 
 class Metrics:

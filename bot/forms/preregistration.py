@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.forms import Form
-from bot.repo_config import RepoConfig
+from bot.config.repo_config import RepoConfig
+from bot.forms.issue_forms import Form
 from runner.config import Author
 from runner.schema import Results
 

@@ -21,15 +21,15 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.github import GitHubError
-from bot.jobs import BackendUnavailable, JobBackend, JobInfo, JobRejected, JobSpec, JobState
-from bot.linking import body_preregistration
-from bot.quotas import quota_problem, quotas_of
-from bot.repo_config import RepoConfig
-from bot.run_publish import announce_running, publish_outcome
-from bot.run_report import render_run_comment
-from bot.run_services import RunServices, execution_page_url
-from bot.run_state import RunReport
+from bot.config.quotas import quota_problem, quotas_of
+from bot.config.repo_config import RepoConfig
+from bot.forms.linking import body_preregistration
+from bot.github.client import GitHubError
+from bot.runs.jobs import BackendUnavailable, JobBackend, JobInfo, JobRejected, JobSpec, JobState
+from bot.runs.publish import announce_running, publish_outcome
+from bot.runs.report import render_run_comment
+from bot.runs.services import RunServices, execution_page_url
+from bot.runs.state import RunReport
 from runner.logs import log_context, log_event
 
 log = logging.getLogger("openlab.bot.dispatch")
@@ -137,7 +137,9 @@ class RayDispatcher:
             return f"the plan of `{run['experiment']}` failed at `{run['sha'][:7]}`: {planned['error']}"
         if planned and planned.get("model_flops") and report.planned_flops is None:
             report.planned_flops = float(planned["model_flops"])
-        from bot.reproductions import budget_problem  # a `/verify` plans N seeds: N x the single run's FLOPs
+        from bot.runs.reproductions import (
+            budget_problem,  # a `/verify` plans N seeds: N x the single run's FLOPs
+        )
 
         if problem := budget_problem(self.s.ledger.engine, run, report, config, planned):
             return problem
@@ -172,9 +174,9 @@ class RayDispatcher:
         if self.s.wandb_entity:
             env["WANDB_ENTITY"] = self.s.wandb_entity
         planned = self.s.ledger.plan(run["repo"], run["sha"], run["experiment"])
-        if planned and planned.get("tokens"):  # the bot's own count (bot.budget); the trainer refuses more
+        if planned and planned.get("tokens"):  # the bot's own count (bot.runs.budget); the trainer refuses more
             env["OPENLAB_APPROVED_TOKENS"] = str(int(planned["tokens"]))
-        from bot.reproductions import job_env
+        from bot.runs.reproductions import job_env
 
         env.update(job_env(self.s.ledger.engine, run["run_id"]))
         return JobSpec(run_id=run["run_id"], repo=run["repo"], pr=run["pr"], sha=run["sha"],
@@ -222,7 +224,7 @@ class RayDispatcher:
 def attach_to_bot(bot: Any, backend: JobBackend | None = None) -> RunServices:
     """Plug the Ray dispatcher into a bot core ``Bot`` (before its first delivery) and return the services
     the reconciler shares with it: one ledger, one GitHub client per installation."""
-    from bot.jobs import RayJobs
+    from bot.runs.jobs import RayJobs
 
     services = RunServices.from_env(lambda inst: bot.env_for(inst)[0].gh, bot.ledger, backend or RayJobs(),
                                     bot.settings.bot_login)
@@ -234,8 +236,8 @@ def attach_to_bot(bot: Any, backend: JobBackend | None = None) -> RunServices:
 def services_from_env() -> RunServices:
     """App mode (``OPENLAB_APP_ID`` + key) or Actions mode (``GITHUB_TOKEN``, set up as ``openlab event`` does:
     the API URL of the runner, comments as ``github-actions[bot]``, a ledger from ``OPENLAB_LEDGER_URL``)."""
-    from bot.service import Bot
-    from bot.settings import BotSettings
+    from bot.config.settings import BotSettings
+    from bot.ingress.service import Bot
 
     token = os.environ.get("GITHUB_TOKEN") or None
     overrides: dict[str, Any] = {}

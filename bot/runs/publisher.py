@@ -17,10 +17,10 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from bot.escape import truncate_body
-from bot.github import GitHubClient, GitHubError
+from bot.github.client import GitHubClient, GitHubError
+from bot.github.escape import truncate_body
+from bot.github.render import marker
 from bot.ledger import Ledger, check_runs, comments
-from bot.render import marker
 
 CHECK_NAME = "openlab/run"
 MAX_CHECK_TEXT = 60_000

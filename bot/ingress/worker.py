@@ -16,12 +16,12 @@ import logging
 import threading
 from collections.abc import Callable
 
-from bot import infra
 from bot.actions import ACTIONS
-from bot.events import BadPayload, Ignored, parse_event
 from bot.executor import ActionError, Executor
-from bot.github import GitHubError
+from bot.github.client import GitHubError
+from bot.github.events import BadPayload, Ignored, parse_event
 from bot.handlers import Env, handle
+from bot.ingress import infra
 from bot.ledger import Delivery, Ledger
 from runner.logs import log_context, log_event
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from bot.render import render
+from bot.github.render import render
 
 log = logging.getLogger("openlab.bot.datashop")
 

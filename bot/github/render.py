@@ -1,6 +1,6 @@
 """Render comment and check-run text from `templates/comments/*.j2`.
 
-Every value interpolated into a template is escaped as untrusted (`bot.escape.untrusted`) unless it is wrapped in
+Every value interpolated into a template is escaped as untrusted (`bot.github.escape.untrusted`) unless it is wrapped in
 `markupsafe.Markup` by the caller: escaping is the default, trusting is explicit. Each comment template starts with
 `{{ marker }}`, the hidden key `<!-- openlab:KIND:KEY -->` by which the bot finds and edits its own comment.
 """
@@ -14,7 +14,7 @@ import jinja2
 from markupsafe import Markup
 
 import templates
-from bot.escape import code, untrusted
+from bot.github.escape import code, untrusted
 
 TEMPLATE_DIR = templates.path("comments")
 

@@ -19,13 +19,13 @@ log = logging.getLogger("openlab.bot")
 
 
 def _main(settings_json: str, token: str | None, parent: int) -> None:
-    from bot.service import Bot
-    from bot.settings import BotSettings
+    from bot.config.settings import BotSettings
+    from bot.ingress.service import Bot
 
     os.nice(10)  # acknowledging webhooks fast matters more than applying them fast
 
     bot = Bot(BotSettings.model_validate_json(settings_json), token=token)
-    from bot.dispatch import attach_to_bot
+    from bot.runs.dispatch import attach_to_bot
 
     attach_to_bot(bot)  # DispatchRun actions are applied here, so the Ray dispatcher (issue 5) is plugged in here
     stop = threading.Event()

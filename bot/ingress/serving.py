@@ -4,7 +4,7 @@
 The HTTP layer is uvicorn's h11 protocol with bounds the app cannot set itself: request headers at most
 ``MAX_HEADER_BYTES`` (larger answers 400 and closes), and a client that has not sent a complete request head
 within ``HEADER_TIMEOUT_S`` of connecting (or of its previous response) is disconnected, so slow-header clients
-cannot hold connections. Body limits (size, read time) are the app's: see `bot.ingress`.
+cannot hold connections. Body limits (size, read time) are the app's: see `bot.ingress.guards`.
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ from runner.reproduction import (
 from runner.stats import Summary, summarize, welch_less
 
 if TYPE_CHECKING:
-    from bot.repo_config import RepoConfig
-    from bot.run_services import RunServices
-    from bot.run_state import RunReport
+    from bot.config.repo_config import RepoConfig
+    from bot.runs.services import RunServices
+    from bot.runs.state import RunReport
 
 _meta = MetaData()
 reproductions = Table(
@@ -201,7 +201,7 @@ def _attested_seeds(s: RunServices, run: dict[str, Any], report: RunReport,
                     prefix: str) -> tuple[list[SeedRun], dict[int, str | None], str]:
     """Each seed of the launch, its results validated and attested (written under ``attested/{run_id}/seed<S>``);
     (seeds, the commit each seed's provenance names, the speedrun track)."""
-    from bot.results_io import attest_results
+    from bot.runs.results_io import attest_results
     from runner.schema import ResultsError, dumps_results, loads_results
 
     seeds: list[SeedRun] = []
@@ -233,7 +233,7 @@ def _attested_seeds(s: RunServices, run: dict[str, Any], report: RunReport,
 
 def _people(s: RunServices, run: dict[str, Any], report: RunReport) -> tuple[str, str | None]:
     """(author, affiliation): the PR's author and the preregistration's affiliation, never a results file's."""
-    from bot.linking import body_preregistration
+    from bot.forms.linking import body_preregistration
 
     pull = s.gh(run).get_pull(run["repo"], run["pr"])
     issue = report.preregistration or body_preregistration(pull.get("body"))
@@ -275,7 +275,7 @@ def build(s: RunServices, run: dict[str, Any], report: RunReport, prefix: str) -
 def publish_reproduction(s: RunServices, run: dict[str, Any], report: RunReport) -> bool:
     """Publish a finished reproduction (each milestone once). False when the job never ran its steps (refused,
     cancelled, crashed before the executor): the single-run path reports that."""
-    from bot.render import marker, render
+    from bot.github.render import marker, render
     from runner.executor.records import RecordError
 
     prefix = s.prefix(s.repo_config(run))
