@@ -21,7 +21,7 @@ from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from bot.demo.lab import BOT, REPO, SITE_URL, TOKEN, DemoLab
-from bot.sandbox.transcript import fetch_thread, plain_text, write_transcript
+from bot.sandbox.transcript import fetch_thread, localize_images, plain_text, write_transcript
 
 SPEEDRUN_FORM = """### Author name
 
@@ -271,6 +271,8 @@ def _publish(lab: DemoLab, workdir: Path, pr: int, issue: int, console: Console)
     for t in threads:  # the lab's public site is ./site next to the transcript
         for c in t.comments:
             c.body = c.body.replace(SITE_URL, "site")
+    gh = GitHubClient(lab.sandbox.url, lambda: TOKEN, write_interval_s=0)
+    localize_images(threads, REPO, lambda path, ref: gh.get_contents(REPO, path, ref), workdir / "repo-files")
     transcript = write_transcript(threads, REPO, BOT, workdir / "transcript.html")
     run = lab.services.ledger.runs(REPO, pr)[-1]
     runs = sorted((site / "runs").glob("*.html")) if (site / "runs").is_dir() else []

@@ -1,6 +1,6 @@
 """Publishing a run on its pull request, each milestone once: the 🚀 and the check run in progress when it starts
-(:func:`announce_running`), then the results commit, the run comment, the Pareto comment and chart and the
-completed check run when its outcome is decided (:func:`publish_outcome`).
+(:func:`announce_running`), then the results commit (results.json, chart and metrics in one commit), the run
+comment, the Pareto comment and the completed check run when its outcome is decided (:func:`publish_outcome`).
 
 The dispatcher calls it for runs it refuses or cancels, the reconciler for runs that end; both keep no publishing
 of their own, so neither imports the other.
@@ -16,9 +16,11 @@ from markupsafe import Markup
 
 from bot.github.client import GitHubError
 from bot.github.escape import fenced, untrusted
+from bot.runs.chart import CHART_NAME
 from bot.runs.jobs import JobInfo, JobState
 from bot.runs.publisher import PushRefused
 from bot.runs.report import render_pareto, render_run_comment
+from bot.runs.results_io import METRICS, public_metrics, read_metrics
 from bot.runs.services import RunServices
 from bot.runs.state import RunReport
 from runner.logs import log_event
@@ -63,7 +65,27 @@ def results_path(experiment: str, experiments_dir: str = "experiments") -> str:
     return f"{experiments_dir.rstrip('/')}/results/{folder}/results.json"
 
 
-def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Results) -> None:
+def _others(s: RunServices, results: Results) -> list[Results]:
+    """The leaderboard's runs other than this one (the chart's and the Pareto update's comparison)."""
+    from leaderboard.load import load_runs
+
+    return [r.results for r in load_runs(s.leaderboard_results).runs if r.results.run_id != results.run_id]
+
+
+def result_files(path: str, results: Results, others: list[Results], metrics_text: str | None) -> dict[str, str]:
+    """What the results commit adds beside each other: results.json, the BPB-vs-FLOPs chart and, when the run
+    logged any, its metrics (rebuilt by :func:`public_metrics`) for the run page's curves."""
+    from bot.runs.chart import CHART_NAME, pareto_svg
+
+    folder = path.rsplit("/", 1)[0]
+    files = {path: dumps_results(results), f"{folder}/{CHART_NAME}": pareto_svg(results, others)}
+    metrics = public_metrics(metrics_text) if metrics_text else None
+    if metrics:
+        files[f"{folder}/{METRICS}"] = metrics
+    return files
+
+
+def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Results, others: list[Results]) -> None:
     pull = s.gh(run).get_pull(run["repo"], run["pr"])
     path = results_path(run["experiment"], s.repo_config(run).experiments_dir)
     head_repo = (pull.get("head", {}).get("repo") or {}).get("full_name")
@@ -76,52 +98,29 @@ def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
     elif not same_repo and not pull.get("maintainer_can_modify"):
         report.commit_note = f"📎 This fork does not allow edits by maintainers, so the results are attached. {how}"
     else:
+        files = result_files(path, results, others, read_metrics(report.metrics_url) if report.metrics_url else None)
         try:
-            s.publisher(run).commit_file(head_repo, branch, path, dumps_results(results),
-                                    f"openlab: results of run {run['run_id']} ({run['sha'][:7]})")
+            s.publisher(run).commit_files(head_repo, branch, files,
+                                          f"openlab: results of run {run['run_id']} ({run['sha'][:7]})")
             report.committed_path = path
-            report.commit_note = f"📝 Committed `{path}` to `{branch}`."
+            web = (pull.get("head", {}).get("repo") or {}).get("html_url")
+            report.chart_url = f"{web}/blob/{quote(branch)}/{path.rsplit('/', 1)[0]}/{CHART_NAME}?raw=true" \
+                if web else None
+            report.commit_note = f"📝 Committed `{path}` with its chart and metrics to `{branch}` (one commit)."
         except PushRefused as err:
             report.commit_note = f"📎 The branch refused the commit ({err}), so the results are attached. {how}"
 
 
-def _chart(s: RunServices, run: dict[str, Any], report: RunReport, results: Results,
-           others: list[Results]) -> Markup | None:
-    """Commit the BPB-vs-FLOPs chart beside the committed results; its image link for the comment, or None."""
-    from bot.runs.chart import CHART_NAME, pareto_svg
-    from bot.runs.report import link
-
-    if not report.committed_path:
-        return None  # attached, not committed: no public place for the image
-    pull = s.gh(run).get_pull(run["repo"], run["pr"])
-    head = pull.get("head") or {}
-    repo, branch, web = (head.get("repo") or {}).get("full_name"), head.get("ref"), (head.get("repo") or {}).get(
-        "html_url")
-    if not repo or not branch or not web:
-        return None
-    path = f"{report.committed_path.rsplit('/', 1)[0]}/{CHART_NAME}"
-    try:
-        s.publisher(run).commit_file(repo, branch, path, pareto_svg(results, others),
-                                     f"openlab: BPB-vs-FLOPs chart of run {run['run_id']}")
-    except PushRefused:
-        return None
-    image = link("BPB vs FLOPs: this run against the frontier", f"{web}/blob/{quote(branch)}/{path}?raw=true")
-    return Markup("!") + image if image else None
-
-
-def _pareto(s: RunServices, run: dict[str, Any], report: RunReport, results: Results) -> None:
-    from leaderboard.frontier import pareto_update
-    from leaderboard.load import load_runs
-
-    config = s.repo_config(run)
-    loaded = load_runs(s.leaderboard_results)
-    others = [r.results for r in loaded.runs if r.results.run_id != results.run_id]
-    update = pareto_update(results, others, tracks=config.tracks)
-    chart = _chart(s, run, report, results, others)
-    body = render_pareto(update, results, key=run["run_id"], others=others, chart=chart)
+def _pareto(s: RunServices, run: dict[str, Any], report: RunReport, results: Results, others: list[Results]) -> None:
     from bot.actions import UpsertComment
     from bot.executor import Executor
+    from bot.runs.report import link
+    from leaderboard.frontier import pareto_update
 
+    update = pareto_update(results, others, tracks=s.repo_config(run).tracks)
+    image = link("BPB vs FLOPs: this run against the frontier", report.chart_url) if report.chart_url else None
+    chart = Markup("!") + image if image else None
+    body = render_pareto(update, results, key=run["run_id"], others=others, chart=chart)
     Executor(s.gh(run), s.ledger, s.bot_login).apply(
         UpsertComment(repo=run["repo"], issue_number=run["pr"], kind="pareto", key=run["run_id"], body=body))
 
@@ -138,8 +137,9 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
         # The ledger first: the sticky comment, the check run and the reports index all read this row.
         s.ledger.set_run_status(run["run_id"], outcome, report.reason)
         run = {**run, "status": outcome}
+    others = _others(s, results) if results is not None and not report.has("pareto") else []
     if results is not None and not report.has("committed"):
-        _commit(s, run, report, results)
+        _commit(s, run, report, results, others)
         s.states.mark(report, "committed")
     if not report.has("comment_final"):
         attach = dumps_results(results) if results is not None and not report.committed_path else None
@@ -149,7 +149,7 @@ def publish_outcome(s: RunServices, run: dict[str, Any], report: RunReport) -> N
         s.upsert_comment(run, body)
         s.states.mark(report, "comment_final")
     if results is not None and not report.has("pareto"):
-        _pareto(s, run, report, results)
+        _pareto(s, run, report, results, others)
         s.states.mark(report, "pareto")
     if not report.has("check_done") and (report.has("check_started") or outcome != "refused"):
         summary = _check_summary(run, report, results)

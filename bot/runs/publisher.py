@@ -6,12 +6,12 @@ second copy:
   *and* the bot being its author (anyone can paste a marker);
 - a check run is found by the id remembered in the ledger, else among the SHA's check runs by ``external_id`` =
   run id (several runs of one SHA each get their own ``openlab/run`` check, the way re-runs of Actions do);
-- the results file is written with the contents API only when the branch does not already hold these bytes.
+- the results commit (results.json, metrics, chart) is one commit through the Git database API, made only when
+  the branch does not already hold these bytes.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 from datetime import datetime
 from typing import Any
@@ -95,27 +95,33 @@ class Publisher:
         self.ledger.remember_object(check_runs, int(created["id"]), repo=repo, head_sha=sha, name=key)
         return int(created["id"])
 
-    # -- the results file on the PR branch -----------------------------------------------------------------------
-    def commit_file(self, repo: str, branch: str, path: str, content: str, message: str) -> bool:
-        """Create or update ``path`` on ``branch``; False when it already holds exactly ``content``."""
-        existing = self.gh.request(
-            "GET", f"/repos/{repo}/contents/{quote(path)}", params={"ref": branch}, ok_404=True
-        )
-        body: dict[str, Any] = {
-            "message": message, "branch": branch, "content": base64.b64encode(content.encode()).decode(),
-        }
-        if isinstance(existing, dict) and existing.get("sha"):
-            current = base64.b64decode(existing.get("content") or "").decode("utf-8", errors="replace")
-            if current == content:
-                return False
-            body["sha"] = existing["sha"]
-        try:
-            self.gh.request("PUT", f"/repos/{repo}/contents/{quote(path)}", json=body)
-        except GitHubError as err:
-            if err.status == 409 or err.status == 422:
-                raise PushRefused(str(err)) from None
-            raise
-        return True
+    # -- the results commit on the PR branch ---------------------------------------------------------------------
+    def commit_files(self, repo: str, branch: str, files: dict[str, str], message: str) -> bool:
+        """One commit on ``branch`` that creates or updates every file (Git database API: tree, commit, ref), so
+        the run's results, metrics and chart land in one push: one ``synchronize`` event, one re-plan. False when
+        the branch already holds exactly these contents. The ref moves only fast-forward; if the branch moved
+        under us it is tried once more from its new head, then :class:`PushRefused`."""
+        changed = {p: c for p, c in files.items() if self.gh.get_contents(repo, p, ref=branch) != c}
+        if not changed:
+            return False
+        entries = [{"path": p, "mode": "100644", "type": "blob", "content": c} for p, c in sorted(changed.items())]
+        ref = f"/repos/{repo}/git/refs/heads/{quote(branch)}"
+        for attempt in (1, 2):
+            try:
+                head = self.gh.request("GET", f"/repos/{repo}/git/ref/heads/{quote(branch)}")["object"]["sha"]
+                base = self.gh.request("GET", f"/repos/{repo}/git/commits/{head}")["tree"]["sha"]
+                tree = self.gh.request("POST", f"/repos/{repo}/git/trees", json={"base_tree": base, "tree": entries})
+                commit = self.gh.request("POST", f"/repos/{repo}/git/commits",
+                                         json={"message": message, "tree": tree["sha"], "parents": [head]})
+                self.gh.request("PATCH", ref, json={"sha": commit["sha"], "force": False})
+                return True
+            except GitHubError as err:
+                if err.status == 422 and attempt == 1:
+                    continue  # not a fast forward: someone pushed meanwhile; once more on top of their commit
+                if err.status in (403, 404, 409, 422):
+                    raise PushRefused(str(err)) from None
+                raise
+        return False  # not reached: the second attempt returns or raises
 
 
 def _check_key(run_id: str) -> str:

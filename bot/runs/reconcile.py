@@ -189,6 +189,7 @@ class Reconciler:
             self.s.repo_config(run).site_url, run["run_id"]
         )
         report.metrics = loss_points(out.metrics_text or "")
+        report.metrics_url = out.metrics_url
         report.budget_overrun = overrun(results.tokens, results.model_flops,
                                         self.s.ledger.plan(run["repo"], run["sha"], run["experiment"]))
         if report.budget_overrun:

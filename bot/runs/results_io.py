@@ -8,6 +8,9 @@ written by the PR's code, so it is validated by :mod:`runner.schema` and never t
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -19,6 +22,9 @@ from runner.schema import Attestation, Results, ResultsError, loads_results
 RESULTS = "results.json"
 METRICS = "metrics.jsonl"
 MAX_RESULTS_BYTES = 2_000_000
+MAX_METRICS_BYTES = 50_000_000
+MAX_METRIC_LINES = 2_000
+METRIC_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}")
 
 
 class RunOutputError(Exception):
@@ -32,6 +38,7 @@ class RunOutputs(BaseModel):
     results_url: str
     record_url: str
     metrics_text: str | None = None
+    metrics_url: str | None = None
 
 
 def record_url(prefix: str, run_id: str) -> str:
@@ -71,13 +78,55 @@ def read_outputs(prefix: str, run_id: str) -> RunOutputs:
         results = loads_results(data, "results.json")
     except ResultsError as err:
         raise RunOutputError(f"`results.json` does not match the results schema: {err}") from None
-    metrics = None
+    metrics = metrics_url = None
     for folder in [results_url.rsplit("/", 1)[0], *reversed(folders)]:
-        m = _read(store.join(folder, METRICS), limit=50_000_000)
+        m = _read(url := store.join(folder, METRICS), limit=MAX_METRICS_BYTES)
         if m is not None:
-            metrics = m.decode("utf-8", errors="replace")
+            metrics, metrics_url = m.decode("utf-8", errors="replace"), url
             break
-    return RunOutputs(results=results, results_url=results_url, record_url=rec_url, metrics_text=metrics)
+    return RunOutputs(results=results, results_url=results_url, record_url=rec_url, metrics_text=metrics,
+                      metrics_url=metrics_url)
+
+
+def read_metrics(url: str) -> str | None:
+    """The metrics text at ``url`` (written by the PR's code), or None when it is gone or unreadable."""
+    try:
+        data = _read(url, limit=MAX_METRICS_BYTES)
+    except RunOutputError:
+        return None
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def public_metrics(text: str, max_lines: int = MAX_METRIC_LINES) -> str | None:
+    """The metrics.jsonl committed beside results.json (the run page's curves): rebuilt from the PR's file, not
+    copied, since that file is the PR code's output. Each line keeps ``step`` and the finite numbers under plain
+    metric names; other keys and bad lines are dropped; long runs keep every eval line and evenly spaced others,
+    at most ``max_lines``. None when nothing is left."""
+    rows: list[dict[str, float]] = []
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        step = obj.get("step") if isinstance(obj, dict) else None
+        if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
+            continue
+        row = {k: v for k, v in obj.items() if k != "step" and METRIC_KEY.fullmatch(k)
+               and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)}
+        if row:
+            rows.append({"step": step, **row})
+    if not rows:
+        return None
+    if len(rows) > max_lines:
+        is_eval = [any(k.startswith("eval/") for k in r) for r in rows]
+        evals = [i for i, e in enumerate(is_eval) if e][-(max_lines // 2):]
+        others = [i for i, e in enumerate(is_eval) if not e]
+        room = max_lines - len(evals)
+        if len(others) > room:
+            stride = (len(others) - 1) / (room - 1)
+            others = [others[round(i * stride)] for i in range(room)]
+        rows = [rows[i] for i in sorted({*evals, *others})]
+    return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
 
 
 def attest_results(

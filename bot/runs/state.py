@@ -53,11 +53,13 @@ class RunReport(BaseModel):
     wandb_url: str | None = None
     preregistration: int | None = None
     results_url: str | None = None
+    metrics_url: str | None = Field(default=None, description="The run's metrics.jsonl in the store, if any.")
     record_url: str | None = None
     execution_url: str | None = None
     results: dict[str, Any] | None = Field(default=None, description="The attested results, once read.")
     metrics: list[list[float]] = Field(default_factory=list, description="(step, loss) points for the curve.")
     committed_path: str | None = None
+    chart_url: str | None = Field(default=None, description="The committed BPB-vs-FLOPs chart, as an image URL.")
     commit_note: str | None = None
     log_tail: str | None = None
     budget_overrun: str | None = Field(default=None, description="What the results used beyond the approval.")

@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from bot.sandbox import shapes
 from bot.sandbox.checks import add_check_routes
 from bot.sandbox.control import add_control_routes
+from bot.sandbox.gitdata import add_git_data_routes
 from bot.sandbox.hooks import add_hook_routes, app_jwt_error
 from bot.sandbox.listings import add_listing_routes
 from bot.sandbox.manifests import add_manifest_routes
@@ -70,6 +71,7 @@ def create_sandbox_app(state: SandboxState | None = None) -> FastAPI:
     _add_issue_routes(app, st)
     _add_pull_routes(app, st)
     _add_repo_routes(app, st)
+    add_git_data_routes(app, st)
     add_control_routes(app, st)
     add_manifest_routes(app, st)
     return app
@@ -225,7 +227,8 @@ def _add_repo_routes(app: FastAPI, st: SandboxState) -> None:
         body = await request.json()
         branch = body.get("branch") or st.repos[f"{o}/{r}"].default_branch
         with st.lock:
-            sha = st.commit(f"{o}/{r}", branch, {path: base64.b64decode(body["content"]).decode()}, None)
+            sha = st.commit(f"{o}/{r}", branch, {path: base64.b64decode(body["content"]).decode()}, None,
+                            message=str(body.get("message", "")))
         return JSONResponse({"content": {"name": path.rsplit("/", 1)[-1], "path": path, "sha": "0" * 40},
                              "commit": {"sha": sha, "message": body.get("message", "")}}, status_code=201)
 

@@ -18,7 +18,10 @@ class Repo:
     id: int
     default_branch: str = "main"
     branches: dict[str, str] = field(default_factory=dict)
-    commits: dict[str, dict[str, str]] = field(default_factory=dict)
+    commits: dict[str, dict[str, str]] = field(default_factory=dict)  # commit sha -> the whole tree (path -> text)
+    parents: dict[str, list[str]] = field(default_factory=dict)  # commit sha -> parent shas (git data API, pushes)
+    messages: dict[str, str] = field(default_factory=dict)
+    trees: dict[str, dict[str, str]] = field(default_factory=dict)  # tree sha -> files (POST git/trees)
 
 
 @dataclass
@@ -84,12 +87,16 @@ class SandboxState:
         self.commit(full_name, default_branch, files, parent=None)
         return repo
 
-    def commit(self, full_name: str, branch: str, files: dict[str, str], parent: str | None) -> str:
+    def commit(self, full_name: str, branch: str, files: dict[str, str], parent: str | None,
+               message: str = "") -> str:
         repo = self.repos[full_name]
-        base = dict(repo.commits.get(parent or repo.branches.get(branch, ""), {}))
+        before = parent or repo.branches.get(branch, "")
+        base = dict(repo.commits.get(before, {}))
         base.update(files)
         sha = hashlib.sha1(f"{full_name}:{branch}:{next(self.ids)}".encode()).hexdigest()
         repo.commits[sha] = base
+        repo.parents[sha] = [before] if before in repo.commits else []
+        repo.messages[sha] = message
         repo.branches[branch] = sha
         return sha
 

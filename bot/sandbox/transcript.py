@@ -8,9 +8,11 @@ people's comments, so a contributor cannot inject markup into the transcript.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -18,6 +20,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 from pydantic import BaseModel
 
+from bot.sandbox import shapes
 from leaderboard.pages import templates_dir
 
 HIDDEN = re.compile(r"<!--.*?-->", re.S)
@@ -107,6 +110,27 @@ EMOJI = {
     "confused": "😕",
     "laugh": "😄",
 }
+
+
+def localize_images(threads: list[ThreadView], repo: str, read: Callable[[str, str], str | None], out: Path) -> int:
+    """Copy every repository file a bot comment shows as an image (``![..](WEB/<repo>/blob/<ref>/<path>?raw=true)``,
+    as the results commit's chart) into ``out`` (``read(path, ref)`` gives its text), and point the comment at the copy: the sandbox's
+    web addresses serve nothing, and the transcript should show what GitHub would. Returns how many were copied."""
+    pattern = re.compile(rf"\]\(({re.escape(shapes.WEB)}/{re.escape(repo)}/blob/([^/)\s]+)/([^?)\s]+)\?raw=true)\)")
+    copied: dict[str, str] = {}
+    for t in threads:
+        for c in t.comments:
+            for url, ref, path in pattern.findall(c.body):
+                if url not in copied:
+                    text = read(path, unquote(ref))
+                    if text is None:
+                        continue
+                    local = out / unquote(ref) / path
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    local.write_text(text, encoding="utf-8")
+                    copied[url] = f"{out.name}/{unquote(ref)}/{path}"
+                c.body = c.body.replace(f"]({url})", f"]({copied[url]})") if url in copied else c.body
+    return len(copied)
 
 
 def write_transcript(threads: list[ThreadView], repo: str, bot_login: str, out: str | Path) -> Path:

@@ -107,6 +107,16 @@ def test_issue_to_committed_results(lab_factory, ray_head: str, tmp_path: Path) 
 
     files = d.repo_state(LAB)["files"]["tiny-e2e"]
     committed = loads_results(files["experiments/speedrun/tiny_e2e/results.json"])
+    # One commit on top of the run's head (one push, one synchronize) holds the results, the chart and the metrics.
+    repo = lab.state.repos[LAB]
+    tip = repo.branches["tiny-e2e"]
+    assert repo.parents[tip] == [head] and repo.messages[tip].startswith(f"openlab: results of run {run['run_id']}")
+    added = {p for p in repo.commits[tip] if repo.commits[tip][p] != repo.commits[head].get(p)}
+    folder = "experiments/speedrun/tiny_e2e"
+    assert added == {f"{folder}/results.json", f"{folder}/pareto.svg", f"{folder}/metrics.jsonl"}
+    metric_lines = [json.loads(line) for line in files[f"{folder}/metrics.jsonl"].splitlines()]
+    assert metric_lines and all(isinstance(m["step"], int | float) for m in metric_lines)
+    assert any("train/loss" in m for m in metric_lines) and not any("time" in m for m in metric_lines)
     assert committed.attestation is not None and committed.attestation.sha == head
     assert committed.attestation.run_id == run["run_id"]
     assert attest.verify(committed, lab.public_pem)

@@ -38,6 +38,9 @@ def test_demo_runs_the_lifecycle_and_links_the_record(tmp_path: Path) -> None:
 
     transcript = (work / "transcript.html").read_text()
     assert "Preregistered" in transcript and "/run" in transcript and "Results: ada_tiny" in transcript
+    # the Pareto section's chart, committed with the results, is shown from a copy next to the transcript
+    [chart] = re.findall(r'<img src="(repo-files/[^"]+/pareto\.svg)" alt="BPB vs FLOPs', transcript)
+    assert (work / chart).read_text().startswith("<?xml") and "sandbox.invalid" not in transcript.split("<body")[1]
     # results comment -> execution page (on the lab's site, next to the transcript)
     [href] = set(re.findall(r'href="(site/executions/[^"]+\.html)"', transcript))
     execution = work / href
