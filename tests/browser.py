@@ -15,18 +15,10 @@ from typing import Any
 import pytest
 
 from bot.ingress.serving import ServedApp
+from leaderboard.screenshots import CHROMIUM_ARGS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+ARGS = CHROMIUM_ARGS  # the flags the screenshots use: one list keeps Chromium off the network everywhere
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
