@@ -17,7 +17,8 @@ from bot import sticky
 from bot.github.client import GitHubClient
 from bot.github.escape import truncate_body
 from bot.github.render import marker
-from bot.ledger import ACTIVE_RUN_STATES, Ledger, check_runs, comments
+from bot.ledger import Ledger
+from bot.ledger_tables import ACTIVE_RUN_STATES, check_runs, comments
 
 log = logging.getLogger("openlab.bot")
 

@@ -20,7 +20,8 @@ from markupsafe import Markup
 from sqlalchemy import delete, insert, select, update
 
 from bot.github.render import marker, render
-from bot.ledger import Ledger, comment_sections
+from bot.ledger import Ledger
+from bot.ledger_tables import comment_sections
 
 STICKY_KIND = "pr"
 SECTION_KINDS = frozenset({"plan", "run", "pareto"})

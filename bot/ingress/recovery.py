@@ -39,7 +39,8 @@ from bot.config.settings import BotSettings
 from bot.github.auth import AppAuth
 from bot.github.client import GitHubClient, GitHubError
 from bot.github.events import HANDLED_EVENTS, handles
-from bot.ledger import Ledger, inbox
+from bot.ledger import Ledger
+from bot.ledger_tables import inbox
 from runner.logs import log_event
 
 log = logging.getLogger("openlab.bot.recovery")

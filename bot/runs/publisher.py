@@ -20,7 +20,8 @@ from urllib.parse import quote
 from bot.github.client import GitHubClient, GitHubError
 from bot.github.escape import truncate_body
 from bot.github.render import marker
-from bot.ledger import Ledger, check_runs, comments
+from bot.ledger import Ledger
+from bot.ledger_tables import check_runs, comments
 
 CHECK_NAME = "openlab/run"
 MAX_CHECK_TEXT = 60_000

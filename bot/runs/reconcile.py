@@ -48,7 +48,7 @@ class Reconciler:
         had no Ray dispatcher (a worker process, an Actions job without Ray settings, a crash before the row)."""
         from sqlalchemy import select
 
-        from bot.ledger import runs
+        from bot.ledger_tables import runs
 
         with self.s.ledger.engine.connect() as conn:
             queued = [r[0] for r in conn.execute(select(runs.c.run_id).where(runs.c.status == "queued"))]
