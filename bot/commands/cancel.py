@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.actions import CancelRun
 from bot.commands.context import Context, Result
+from bot.ledger_tables import ACTIVE_RUN_STATES
 
 NAME = "cancel"
 USAGE = "/cancel"
@@ -16,7 +17,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
         return Result(NAME, False, "runs belong to pull requests; comment on the PR")
     if not ctx.trusted and ctx.sender != ctx.pull.author:
         return Result(NAME, False, ctx.trust_reason)
-    active = [r for r in ctx.runs if r["status"] in ("queued", "running")]
+    active = [r for r in ctx.runs if r["status"] in ACTIVE_RUN_STATES]
     if not active:
         return Result(NAME, True, "nothing to cancel")
     actions = [CancelRun(repo=ctx.repo, run_id=r["run_id"], reason=f"/cancel by {ctx.sender}") for r in active]

@@ -8,6 +8,7 @@ from bot.actions import DispatchRun, RecordApproval, run_id
 from bot.commands.context import Context, Result
 from bot.forms.linking import ExperimentFile
 from bot.github.escape import code
+from bot.ledger_tables import ACTIVE_RUN_STATES
 
 NAME = "run"
 USAGE = "/run [experiment]"
@@ -49,7 +50,7 @@ def runnable(ctx: Context, name: str, args: tuple[str, ...]) -> tuple[list[Exper
         if e.issue is None or ctx.prereg_status.get(e.issue) != "preregistered":
             return [], Markup(f"{code(e.path)}: issue #{e.issue} is not preregistered "
                               f"(label {code(ctx.config.preregistered_label)})")
-    active = [r for r in ctx.runs if r["status"] in ("queued", "running")]
+    active = [r for r in ctx.runs if r["status"] in ACTIVE_RUN_STATES]
     if len(active) + len(exps) > ctx.config.budgets.max_queued_runs_per_pr:
         return [], f"this PR already has {len(active)} active runs (limit {ctx.config.budgets.max_queued_runs_per_pr})"
     return exps, None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from bot.actions import DispatchRun, RecordApproval
 from bot.commands.context import Context, Result
 from bot.commands.run import runnable
+from bot.ledger_tables import ACTIVE_RUN_STATES
 from runner.executor.dispatch import run_id as runner_run_id
 from runner.reproduction import seeds_for
 
@@ -34,7 +35,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
     if not any(e.path.startswith(speedrun_dir) for e in ctx.pull.experiments):
         return Result(NAME, False, f"`/verify` reproduces speedruns; this PR changes no speedrun under "
                                    f"`{speedrun_dir}`")
-    active = [r for r in ctx.runs if r["status"] in ("queued", "running")]
+    active = [r for r in ctx.runs if r["status"] in ACTIVE_RUN_STATES]
     if active:
         return Result(NAME, False, f"run `{active[0]['run_id']}` is still {active[0]['status']} on this PR; "
                                    "wait for it to finish (or `/cancel` it) before `/verify`")

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ACTIVE = ("queued", "running")
+from bot.ledger_tables import ACTIVE_RUN_STATES
 
 
 class Quotas(BaseModel):
@@ -51,7 +51,7 @@ def quota_problem(
 ) -> str | None:
     """Why this run may not start now, or None. ``runs`` are the repo's ledger runs, ``flops_of`` run id -> FLOPs."""
     others = [r for r in runs if r["run_id"] != run_id]
-    active = [r for r in others if r["status"] in ACTIVE]
+    active = [r for r in others if r["status"] in ACTIVE_RUN_STATES]
     if sum(r["pr"] == pr for r in active) >= quotas.max_active_runs_per_pr:
         return f"this PR already has {quotas.max_active_runs_per_pr} active runs (quota max_active_runs_per_pr)"
     if sum(r["requested_by"] == user for r in active) >= quotas.max_active_runs_per_user:

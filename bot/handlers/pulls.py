@@ -28,6 +28,7 @@ from bot.github.events import PullRequestEvent
 from bot.github.render import marker, render
 from bot.handlers.env import Env, load_repo_config
 from bot.ledger import LedgerView
+from bot.ledger_tables import ACTIVE_RUN_STATES
 from bot.plans.report import plan_actions
 from bot.plans.sandbox import PlanOutcome
 
@@ -111,7 +112,7 @@ def decide(event: PullRequestEvent, facts: PullFacts, view: LedgerView) -> list[
         actions += _revoke_on_push(event, facts, view)
     elif event.action == "closed":
         actions += [CancelRun(repo=repo, run_id=r["run_id"], reason="pull request closed")
-                    for r in view.runs(repo, pr.number) if r["status"] in ("queued", "running")]
+                    for r in view.runs(repo, pr.number) if r["status"] in ACTIVE_RUN_STATES]
         actions.append(RevokeApprovals(repo=repo, pr=pr.number, reason="pull request closed"))
     elif event.label is not None and event.label.name == cfg.approval_label and not event.sender.is_bot:
         actions += _label_changed(event, facts, view)
@@ -124,7 +125,7 @@ def _revoke_on_push(event: PullRequestEvent, facts: PullFacts, view: LedgerView)
     labelled = cfg.approval_label in {lab.name for lab in event.pull_request.labels}
     # Queued and running runs of older commits are stopped (prow's abortAllJobs): their code is superseded. A push
     # by the bot itself (a results commit) stops nothing: it only adds results.json beside sibling runs.
-    stoppable = ("queued",) if event.sender.is_bot else ("queued", "running")
+    stoppable = ("queued",) if event.sender.is_bot else ACTIVE_RUN_STATES
     active = [r for r in view.runs(repo, pr.number) if r["status"] in stoppable and r["sha"] != pr.head_sha]
     if not (stale or labelled or active):
         return []
