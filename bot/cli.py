@@ -61,19 +61,14 @@ def event(name: str, payload: str) -> None:
     `plan_report` takes the plan artifact folder of the unprivileged `openlab plan` workflow instead (untrusted data;
     the PR and SHA come from the workflow_run event in $GITHUB_EVENT_PATH).
     """
-    from bot.config.settings import load_settings
+    from bot.config.settings import actions_defaults, load_settings
     from bot.ingress.service import Bot
 
     token = os.environ.get("GITHUB_TOKEN")
     if not token:
         raise ConfigError("GITHUB_TOKEN is not set (Actions mode)")
-    overrides: dict[str, object] = {"write_interval_s": float(os.environ.get("OPENLAB_WRITE_INTERVAL_S", "1.0"))}
-    if "OPENLAB_GITHUB_API_URL" not in os.environ and os.environ.get("GITHUB_API_URL"):
-        overrides["github_api_url"] = os.environ["GITHUB_API_URL"]
-    if "OPENLAB_BOT_LOGIN" not in os.environ:
-        overrides["bot_login"] = "github-actions[bot]"
-    if not os.environ.get("OPENLAB_LEDGER_URL"):
-        overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
+    overrides: dict[str, object] = {"write_interval_s": float(os.environ.get("OPENLAB_WRITE_INTERVAL_S", "1.0")),
+                                     **actions_defaults()}
     settings = load_settings(**overrides)
     bot = Bot(settings, token=token, planner_factory=lambda gh: None)
     from bot.runs.dispatch import attach_to_bot

@@ -7,6 +7,7 @@ delivery is accepted if it verifies under any of them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,6 +63,20 @@ class BotSettings(BaseSettings):
         if weak:
             raise ConfigError("OPENLAB_WEBHOOK_SECRETS holds a default or short (<8 chars) secret: refusing to start")
         return [s.encode() for s in self.webhook_secrets]
+
+
+def actions_defaults() -> dict[str, Any]:
+    """What Actions mode (``GITHUB_TOKEN``) implies where no ``OPENLAB_*`` variable says otherwise: the runner's API
+    URL, comments as ``github-actions[bot]``, a ledger file in the workspace. One place for ``openlab event`` and
+    ``openlab reconcile``."""
+    out: dict[str, Any] = {}
+    if "OPENLAB_GITHUB_API_URL" not in os.environ and os.environ.get("GITHUB_API_URL"):
+        out["github_api_url"] = os.environ["GITHUB_API_URL"]
+    if "OPENLAB_BOT_LOGIN" not in os.environ:
+        out["bot_login"] = "github-actions[bot]"
+    if not os.environ.get("OPENLAB_LEDGER_URL"):
+        out["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
+    return out
 
 
 def load_settings(**overrides: Any) -> BotSettings:

@@ -236,17 +236,9 @@ def attach_to_bot(bot: Any, backend: JobBackend | None = None) -> RunServices:
 def services_from_env() -> RunServices:
     """App mode (``OPENLAB_APP_ID`` + key) or Actions mode (``GITHUB_TOKEN``, set up as ``openlab event`` does:
     the API URL of the runner, comments as ``github-actions[bot]``, a ledger from ``OPENLAB_LEDGER_URL``)."""
-    from bot.config.settings import BotSettings
+    from bot.config.settings import BotSettings, actions_defaults
     from bot.ingress.service import Bot
 
     token = os.environ.get("GITHUB_TOKEN") or None
-    overrides: dict[str, Any] = {}
-    if token:
-        if "OPENLAB_GITHUB_API_URL" not in os.environ and os.environ.get("GITHUB_API_URL"):
-            overrides["github_api_url"] = os.environ["GITHUB_API_URL"]
-        if "OPENLAB_BOT_LOGIN" not in os.environ:
-            overrides["bot_login"] = "github-actions[bot]"
-        if not os.environ.get("OPENLAB_LEDGER_URL"):
-            overrides["ledger_url"] = "sqlite:///.openlab-ledger.sqlite3"
-    bot = Bot(BotSettings(**overrides), token=token)
+    bot = Bot(BotSettings(**(actions_defaults() if token else {})), token=token)
     return attach_to_bot(bot)
