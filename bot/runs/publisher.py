@@ -1,9 +1,7 @@
-"""GitHub writes of the run lifecycle: sticky comments, one check run per run, reactions, the results commit.
+"""GitHub writes of the run lifecycle besides comments: one check run per run, reactions, the results commit.
+(Comments, the sticky one included, have one upsert path: :class:`bot.executor.Executor`.)
 
-Every write here is an upsert that finds its object first, so repeating one after a crash or a 5xx never makes a
-second copy:
-- a comment is found by the id remembered in the ledger, else by its hidden marker ``<!-- openlab:KIND:KEY -->``
-  *and* the bot being its author (anyone can paste a marker);
+Every write here finds its object first, so repeating one after a crash or a 5xx never makes a second copy:
 - a check run is found by the id remembered in the ledger, else among the SHA's check runs by ``external_id`` =
   run id (several runs of one SHA each get their own ``openlab/run`` check, the way re-runs of Actions do);
 - the results commit (results.json, metrics, chart) is one commit through the Git database API, made only when
@@ -19,9 +17,8 @@ from urllib.parse import quote
 
 from bot.github.client import GitHubClient, GitHubError
 from bot.github.escape import truncate_body
-from bot.github.render import marker
 from bot.ledger import Ledger
-from bot.ledger_tables import check_runs, comments
+from bot.ledger_tables import check_runs
 
 CHECK_NAME = "openlab/run"
 MAX_CHECK_TEXT = 60_000
@@ -37,31 +34,7 @@ class Publisher:
         self.ledger = ledger
         self.bot_login = bot_login
 
-    # -- comments ----------------------------------------------------------------------------------------------
-    def _is_ours(self, comment: dict[str, Any], mark: str) -> bool:
-        user = comment.get("user") or {}
-        login = str(user.get("login", ""))
-        ours = login == self.bot_login or login.removesuffix("[bot]") == self.bot_login.removesuffix("[bot]")
-        return ours and str(comment.get("body", "")).startswith(mark)
-
-    def upsert_comment(self, repo: str, number: int, kind: str, key: str, body: str) -> int:
-        mark = marker(kind, key)
-        if not body.startswith(mark):
-            body = f"{mark}\n{body}"
-        body = truncate_body(body)
-        lkey = f"{kind}:{key}"
-        cid = self.ledger.object_id(comments, repo=repo, issue_number=number, key=lkey)
-        if cid is not None and self.gh.update_comment(repo, cid, body) is not None:
-            return cid
-        for c in self.gh.issue_comments(repo, number):
-            if self._is_ours(c, mark):
-                self.gh.update_comment(repo, int(c["id"]), body)
-                self.ledger.remember_object(comments, int(c["id"]), repo=repo, issue_number=number, key=lkey)
-                return int(c["id"])
-        created = self.gh.create_comment(repo, number, body)
-        self.ledger.remember_object(comments, int(created["id"]), repo=repo, issue_number=number, key=lkey)
-        return int(created["id"])
-
+    # -- reactions (comments go through the bot core: bot.executor, one upsert path) ---------------------------
     def react(self, repo: str, comment_id: int, content: str) -> None:
         # GitHub answers 200 (not a second reaction) when the same user repeats the same reaction.
         self.gh.react(repo, comment_id, content)
