@@ -100,12 +100,13 @@ def _commit(s: RunServices, run: dict[str, Any], report: RunReport, results: Res
     else:
         files = result_files(path, results, others, read_metrics(report.metrics_url) if report.metrics_url else None)
         try:
-            s.publisher(run).commit_files(head_repo, branch, files,
-                                          f"openlab: results of run {run['run_id']} ({run['sha'][:7]})")
+            sha = s.publisher(run).commit_files(head_repo, branch, files,
+                                                f"openlab: results of run {run['run_id']} ({run['sha'][:7]})")
             report.committed_path = path
+            # At the commit, not the branch: the image outlives the branch once the PR is merged and it is deleted.
             web = (pull.get("head", {}).get("repo") or {}).get("html_url")
-            report.chart_url = f"{web}/blob/{quote(branch)}/{path.rsplit('/', 1)[0]}/{CHART_NAME}?raw=true" \
-                if web else None
+            at = sha or quote(branch)
+            report.chart_url = f"{web}/blob/{at}/{path.rsplit('/', 1)[0]}/{CHART_NAME}?raw=true" if web else None
             report.commit_note = f"📝 Committed `{path}` with its chart and metrics to `{branch}` (one commit)."
         except PushRefused as err:
             report.commit_note = f"📎 The branch refused the commit ({err}), so the results are attached. {how}"

@@ -70,14 +70,14 @@ class Publisher:
         return int(created["id"])
 
     # -- the results commit on the PR branch ---------------------------------------------------------------------
-    def commit_files(self, repo: str, branch: str, files: dict[str, str], message: str) -> bool:
+    def commit_files(self, repo: str, branch: str, files: dict[str, str], message: str) -> str | None:
         """One commit on ``branch`` that creates or updates every file (Git database API: tree, commit, ref), so
-        the run's results, metrics and chart land in one push: one ``synchronize`` event, one re-plan. False when
-        the branch already holds exactly these contents. The ref moves only fast-forward; if the branch moved
+        the run's results, metrics and chart land in one push: one ``synchronize`` event, one re-plan. Returns the
+        new commit's sha; None when the branch already holds exactly these contents. The ref moves only fast-forward; if the branch moved
         under us it is tried once more from its new head, then :class:`PushRefused`."""
         changed = {p: c for p, c in files.items() if self.gh.get_contents(repo, p, ref=branch) != c}
         if not changed:
-            return False
+            return None
         entries = [{"path": p, "mode": "100644", "type": "blob", "content": c} for p, c in sorted(changed.items())]
         ref = f"/repos/{repo}/git/refs/heads/{quote(branch)}"
         for attempt in (1, 2):
@@ -88,14 +88,14 @@ class Publisher:
                 commit = self.gh.request("POST", f"/repos/{repo}/git/commits",
                                          json={"message": message, "tree": tree["sha"], "parents": [head]})
                 self.gh.request("PATCH", ref, json={"sha": commit["sha"], "force": False})
-                return True
+                return str(commit["sha"])
             except GitHubError as err:
                 if err.status == 422 and attempt == 1:
                     continue  # not a fast forward: someone pushed meanwhile; once more on top of their commit
                 if err.status in (403, 404, 409, 422):
                     raise PushRefused(str(err)) from None
                 raise
-        return False  # not reached: the second attempt returns or raises
+        return None  # not reached: the second attempt returns or raises
 
 
 def _check_key(run_id: str) -> str:

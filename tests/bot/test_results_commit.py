@@ -31,15 +31,16 @@ def test_files_land_in_one_fast_forward_commit(publisher) -> None:
     repo = state.repos[REPO]
     before = repo.branches["main"]
     files = {"exp/r/results.json": '{"bpb": 1}\n', "exp/r/pareto.svg": "<svg/>", "exp/r/metrics.jsonl": "{}\n"}
-    assert pub.commit_files(REPO, "main", files, "openlab: results of run r") is True
+    sha = pub.commit_files(REPO, "main", files, "openlab: results of run r")
     tip = repo.branches["main"]
+    assert sha == tip
     assert repo.parents[tip] == [before] and repo.messages[tip] == "openlab: results of run r"
     assert {p: repo.commits[tip][p] for p in files} == files
     assert set(repo.commits[tip]) == set(repo.commits[before]) | set(files)  # the rest of the tree is kept
     # The same contents again: nothing to commit, the branch does not move.
-    assert pub.commit_files(REPO, "main", files, "again") is False and repo.branches["main"] == tip
+    assert pub.commit_files(REPO, "main", files, "again") is None and repo.branches["main"] == tip
     # One file changed: one more commit holding only that change.
-    assert pub.commit_files(REPO, "main", {**files, "exp/r/pareto.svg": "<svg></svg>"}, "chart") is True
+    assert pub.commit_files(REPO, "main", {**files, "exp/r/pareto.svg": "<svg></svg>"}, "chart") is not None
     assert repo.parents[repo.branches["main"]] == [tip]
 
 
@@ -55,7 +56,7 @@ def test_a_branch_that_moved_gets_the_commit_on_its_new_head(publisher, monkeypa
         return real(method, path, **kw)
 
     monkeypatch.setattr(pub.gh, "request", racing)
-    assert pub.commit_files(REPO, "main", {"ours.txt": "y"}, "ours") is True
+    assert pub.commit_files(REPO, "main", {"ours.txt": "y"}, "ours") is not None
     tip = repo.branches["main"]
     assert repo.parents[tip] == pushed and repo.commits[tip]["theirs.txt"] == "x" and repo.commits[tip]["ours.txt"] == "y"
     with pytest.raises(PushRefused):

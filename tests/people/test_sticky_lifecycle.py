@@ -123,7 +123,8 @@ def test_one_true_sticky_comment_and_credit(lab_factory, ray_head: str, tmp_path
     assert "Pareto update" in body and "vs current record" in body and "record-run" in body
     assert "Compared with 1 run of the leaderboard." in body
     chart = "experiments/speedrun/engine_notes/pareto.svg"
-    assert f"![BPB vs FLOPs: this run against the frontier](http://sandbox.invalid/{LAB}/blob/engine-notes/{chart}" \
+    tip = lab.state.repos[LAB].branches["engine-notes"]  # the image is pinned to the results commit
+    assert f"![BPB vs FLOPs: this run against the frontier](http://sandbox.invalid/{LAB}/blob/{tip}/{chart}" \
         f"?raw=true)" in body
 
     # The credit: from the issue form, not the PR's file; the leaderboard shows it.
