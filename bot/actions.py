@@ -131,6 +131,7 @@ class DispatchRun(_A):
     requested_by: str
     installation_id: int | None = None
     seeds: list[int] | None = Field(None, description="`/verify`: run the speedrun once per seed (issue 14).")
+    comment_id: int | None = Field(None, description="The comment whose command asked for the run (its 🚀).")
 
 
 class CancelRun(_A):

@@ -148,7 +148,7 @@ class Executor:
                             attempt=a.attempt, requested_by=a.requested_by, installation_id=a.installation_id)
         run = self.ledger.run(a.run_id)
         if run and run["status"] == "queued":
-            self.dispatcher.submit(run)
+            self.dispatcher.submit({**run, "comment_id": a.comment_id})
 
     def _cancel_run(self, a: A.CancelRun) -> None:
         run = self.ledger.run(a.run_id)

@@ -45,6 +45,7 @@ class Context:
     # The head a comment approves (bot.runs.approval.bind_head) or why none; None/None on paths with a SHA in the event.
     approved_sha: str | None = None
     bind_problem: str | None = None
+    comment_id: int | None = None  # the comment the commands came in (None: the approval label)
 
 
 @dataclass

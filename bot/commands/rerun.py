@@ -24,6 +24,7 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
         attempt = 1 + max((r["attempt"] for r in ctx.runs if r["sha"] == sha and r["experiment"] == e.path), default=0)
         actions.append(DispatchRun(
             repo=ctx.repo, run_id=run_id(ctx.repo, ctx.pull.number, sha, e.path, attempt), pr=ctx.pull.number,
-            sha=sha, experiment=e.path, attempt=attempt, requested_by=ctx.sender, installation_id=ctx.installation_id))
+            sha=sha, experiment=e.path, attempt=attempt, requested_by=ctx.sender, installation_id=ctx.installation_id,
+            comment_id=ctx.comment_id))
     return Result(NAME, True, Markup(f"queued a new attempt at `{sha[:7]}` of {codes([e.path for e in exps])}"),
                   actions=actions)

@@ -69,7 +69,8 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
             already.append(e.path)
             continue
         actions.append(DispatchRun(repo=ctx.repo, run_id=rid, pr=ctx.pull.number, sha=sha, experiment=e.path,
-                                   attempt=1, requested_by=ctx.sender, installation_id=ctx.installation_id))
+                                   attempt=1, requested_by=ctx.sender, installation_id=ctx.installation_id,
+                                   comment_id=ctx.comment_id))
         started.append(e.path)
     msg = Markup(f"approved {code(sha[:7])}; queued ") + (codes(started) or "nothing new")
     if already:

@@ -61,5 +61,5 @@ def run(args: tuple[str, ...], ctx: Context) -> Result:
             RecordApproval(repo=ctx.repo, pr=ctx.pull.number, sha=sha, approved_by=ctx.sender, via="command"),
             DispatchRun(repo=ctx.repo, run_id=rid, pr=ctx.pull.number, sha=sha, experiment=exp.path,
                         attempt=attempt, requested_by=ctx.sender, installation_id=ctx.installation_id,
-                        seeds=seeds),
+                        seeds=seeds, comment_id=ctx.comment_id),
         ])

@@ -56,6 +56,7 @@ def gather(event: IssueCommentEvent, env: Env) -> CommentFacts | None:
         runs=env.view.runs(repo, event.issue.number),
         installation_id=event.installation.id if event.installation else None,
         approved_sha=binding.sha if binding else None, bind_problem=binding.problem if binding else None,
+        comment_id=event.comment.id,
     )
     return CommentFacts(ctx=ctx, invocations=invocations, skipped=skipped, config_error=error, binding=binding)
 

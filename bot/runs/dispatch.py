@@ -58,8 +58,8 @@ class RayDispatcher:
         self.try_submit(run["run_id"])
 
     def _trigger_comment(self, run: dict[str, Any]) -> int | None:
-        """The comment that asked for this run (for the 🚀): the requester's latest `/run` or `/rerun` on the PR.
-        None when the run came from the approval label."""
+        """The comment that asked for this run (for the 🚀) when the action did not carry it (an action queued
+        before it did): the requester's latest `/run` or `/rerun` on the PR. None when the run came from the label."""
         from bot.commands.parse import find_commands
 
         try:
