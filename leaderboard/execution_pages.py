@@ -16,14 +16,18 @@ from jinja2 import Environment
 from leaderboard.browse.paths import relative
 from leaderboard.executions import ExecutionView, load_executions, status_counts
 from leaderboard.pages import environment
+from leaderboard.public import public_value
 from leaderboard.rows import slugify
 
 SAFE_NAME = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 
 
-def record_environment() -> Environment:
+def record_environment(public: bool = False) -> Environment:
+    """Filters of the execution templates; ``public``: the published site, local folders shortened
+    (leaderboard.public); the operator's live view (`openlab browse`) shows them whole."""
     env = environment().overlay()
-    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
+    shown = public_value if public else (lambda v: v)
+    env.filters["tojson_pretty"] = lambda v: json.dumps(shown(v), indent=2, sort_keys=True, default=str)
     env.filters["store_rel"] = lambda full, prefix: relative(prefix, full)
     return env
 
@@ -52,8 +56,8 @@ def write_execution_pages(
     """Render every launch under ``prefix`` into ``out/executions/``; returns (views, warnings)."""
     warnings: list[str] = []
     views = load_executions(prefix, warnings)
-    env = record_environment()
-    ctx = {**common_context(), **(common or {}), "root": "../", "n_warnings": len(warnings)}
+    env = record_environment(public=True)
+    ctx = {**common_context(), **(common or {}), "root": "../", "n_warnings": len(warnings), "public": True}
     folder = Path(out) / "executions"
     folder.mkdir(parents=True, exist_ok=True)
     css = (Path(env.loader.searchpath[0]) / "execution.css").read_text()  # type: ignore[union-attr]

@@ -93,6 +93,8 @@ class ExecutionView(BaseModel):
     git_commit: str | None
     git_dirty: bool | None
     code_url: str | None
+    pr: int | None = None
+    pr_url: str | None = None
     user: str | None
     ray_job_id: str | None
     steps: list[StepView]
@@ -213,6 +215,8 @@ def build_view(record: ExperimentRecord) -> ExecutionView:
         git_commit=launch.git.commit,
         git_dirty=launch.git.dirty,
         code_url=code_url,
+        pr=launch.pr,
+        pr_url=f"{remote}/pull/{launch.pr}" if remote and launch.pr else None,
         user=launch.user,
         ray_job_id=launch.ray_job_id,
         steps=steps,

@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 import templates
 from leaderboard.load import LoadedRun, _read, safe_url
+from leaderboard.public import public_json
 from leaderboard.rows import Row, repo_web_url
 from runner.schema import ImportedResults, Results
 
@@ -309,8 +310,8 @@ def config_text(r: Results | ImportedResults) -> str:
             "resources": r.resources,
             "tokenized_dataset": r.tokenized_dataset,
         }
-        return json.dumps({k: v for k, v in recorded.items() if v is not None}, indent=2, sort_keys=True)
-    return r.config.model_dump_json(indent=2)
+        return public_json(json.dumps({k: v for k, v in recorded.items() if v is not None}, indent=2, sort_keys=True))
+    return public_json(r.config.model_dump_json(indent=2))
 
 
 def render_run_page(

@@ -21,6 +21,7 @@ from typing import Any
 
 from leaderboard.load import LoadedRun, load_one
 from leaderboard.pages import RunPages, config_text, markup_safe
+from leaderboard.public import public_json
 from leaderboard.rows import Row, make_row
 
 INLINE_BELOW = 400
@@ -58,7 +59,7 @@ class _Slice:
         worker does while the parent ranks (its cores would otherwise idle)."""
         for index, (run, _) in self.runs.items():
             r = run.results
-            self.serialized[index] = (r.model_dump_json(), config_text(r))
+            self.serialized[index] = (public_json(r.model_dump_json()), config_text(r))
 
     def render(self, out: Path, ranks: Ranks, common: dict[str, Any]) -> tuple[list[str], bytes]:
         """Write the pages of the accepted runs in ``ranks``; (warnings, their runs.json items)."""

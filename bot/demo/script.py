@@ -234,8 +234,8 @@ def _publish(lab: DemoLab, workdir: Path, pr: int, issue: int, console: Console)
 
     branch_files = lab.driver.repo_state(REPO)["files"]["ada-tiny"]
     board = workdir / "leaderboard"
-    for path, text in branch_files.items():
-        if path.endswith("results.json"):
+    for path, text in branch_files.items():  # what merging the PR brings: results with their metrics and chart
+        if path.endswith(("results.json", "metrics.jsonl", "pareto.svg")):
             dst = board / path
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text)

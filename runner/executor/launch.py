@@ -13,6 +13,7 @@ from runner.executor.loader import Experiment, load_experiment
 from runner.executor.planner import make_plan
 from runner.executor.records import LaunchInfo, utcnow
 from runner.schema import Plan
+from runner.settings import RunnerEnvironment
 
 DEFAULT_PREFIX = "out/steps"
 
@@ -50,7 +51,9 @@ def launch_info(exp: Experiment, prefix: str, run_id: str, ray_address: str | No
             job_id = ray.get_runtime_context().get_job_id()
     except Exception:  # noqa: BLE001 - provenance is best effort
         job_id = None
+    pr = RunnerEnvironment().pr
     return LaunchInfo(
+        pr=int(pr) if pr and pr.isdigit() else None,
         run_id=run_id,
         experiment=exp.display,
         prefix=prefix,

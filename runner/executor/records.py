@@ -95,6 +95,7 @@ class LaunchInfo(Record):
     argv: list[str] = []
     ray_job_id: str | None = None
     ray_address: str | None = None
+    pr: int | None = Field(default=None, description="The pull request the bot ran this for (OPENLAB_PR).")
 
 
 class StepRecord(Record):

@@ -57,6 +57,9 @@ def test_demo_runs_the_lifecycle_and_links_the_record(demo: tuple[Path, str]) ->
         r'href="https://github\.com/lab/openlab/blob/[0-9a-f]{40}/experiments/speedrun/ada_tiny/ada_tiny\.py"',
         page,
     )
+    # ... and back to the pull request the run was approved on; no local account of the worker
+    assert re.search(r'<a href="https://github\.com/lab/openlab/pull/\d+" id="pr-link">#\d+</a>', page)
+    assert "<dt>by</dt>" not in page
     site = work / "site"
     assert (site / "index.html").is_file() and (site / "reports" / "index.html").is_file()
     runs = list((site / "runs").glob("*.html"))
