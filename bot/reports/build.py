@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.reports.collect import Snapshot
-from bot.reports.model import ExperimentReport, Group, Link, Overlay, Status
+from bot.reports.model import ExecutionLink, ExperimentReport, Group, Link, Overlay, Status
 from leaderboard.execution_pages import page_name
 from runner.executor.dispatch import RUN_ID_PATTERN
 
@@ -190,7 +190,8 @@ def _report(
         pulls=[Link(title=f"#{p['number']} {p['title']}", url=p["html_url"]) for p in pulls],
         wandb=[Link(title=wandb_title(u), url=u) for u in wandb],
         executions=[
-            Link(title=f"{rid} ({st})", url=f"{execution_base}/{page_name(rid)}") for rid, st in execs.items()
+            ExecutionLink(title=f"{rid} ({st})", url=f"{execution_base}/{page_name(rid)}", run_id=rid, status=st)
+            for rid, st in execs.items()
         ],
         conclusion=conclusion,
         conclusion_source=source,  # type: ignore[arg-type]

@@ -25,6 +25,22 @@ class Link(BaseModel):
     url: str
 
 
+class ExecutionLink(Link):
+    """One launch of the experiment: its execution page, with the run id and the status it ended in as fields."""
+
+    run_id: str
+    status: str
+
+
+class Headline(BaseModel):
+    """The experiment's best run on the leaderboard: what the reports index shows in its result column."""
+
+    run_id: str
+    bpb: float
+    model_flops: float | None = None
+    url: str
+
+
 class ExperimentReport(BaseModel):
     number: int
     title: str
@@ -36,7 +52,8 @@ class ExperimentReport(BaseModel):
     created_at: str
     pulls: list[Link] = []
     wandb: list[Link] = []
-    executions: list[Link] = []
+    executions: list[ExecutionLink] = []
+    result: Headline | None = None
     conclusion: str | None = None
     conclusion_source: Literal["curated", "issue", "bot", "none"] = "none"
 

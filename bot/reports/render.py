@@ -4,34 +4,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from bot.reports.model import Group
+from bot.reports.model import Group, Headline
 from leaderboard.execution_pages import common_context, record_environment
 from leaderboard.rows import slugify
 
 STATUS_ORDER = ("running", "preregistered", "needs-info", "done")
 
 
-def headline_results(groups: list[Group], site: Path) -> dict[int, dict[str, Any]]:
-    """Issue number -> its best run on the leaderboard (BPB, link), from the site's runs.json built beside it.
-
-    Execution links are titled ``<run id> (<status>)`` (bot.reports.build); a run counts once its results landed.
-    """
+def add_headlines(groups: list[Group], site: Path) -> None:
+    """Give each report its best run on the leaderboard (from the site's runs.json, built beside it): the run with
+    the lowest BPB among the report's executions whose results landed."""
     try:
         runs = json.loads((site / "runs.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
-    bpb = {r["run_id"]: r["bpb"] for r in runs if isinstance(r, dict) and isinstance(r.get("bpb"), int | float)}
-    out: dict[int, dict[str, Any]] = {}
+        return
+    landed = {r["run_id"]: r for r in runs if isinstance(r, dict) and isinstance(r.get("bpb"), int | float)}
     for g in groups:
         for r in g.reports:
-            ids = [e.title.rsplit(" (", 1)[0] for e in r.executions]
-            found = [(bpb[i], i) for i in ids if i in bpb]
+            found = sorted((landed[e.run_id]["bpb"], e.run_id) for e in r.executions if e.run_id in landed)
             if found:
-                best, rid = min(found)
-                out[r.number] = {"bpb": best, "url": f"../runs/{slugify(rid)}.html", "run_id": rid}
-    return out
+                bpb, rid = found[0]
+                flops = landed[rid].get("model_flops")
+                r.result = Headline(run_id=rid, bpb=bpb, url=f"../runs/{slugify(rid)}.html",
+                                    model_flops=flops if isinstance(flops, int | float) else None)
 
 
 def write_reports(
@@ -39,6 +35,7 @@ def write_reports(
 ) -> Path:
     folder = Path(out) / "reports"
     folder.mkdir(parents=True, exist_ok=True)
+    add_headlines(groups, Path(out))
     counts: dict[str, int] = {}
     for g in groups:
         for r in g.reports:
@@ -52,7 +49,6 @@ def write_reports(
             repo=repo,
             repo_url=repo_url,
             counts=[(s, counts.get(s, 0)) for s in STATUS_ORDER],
-            results=headline_results(groups, Path(out)),
         )
     )
     (folder / "index.html").write_text(html, encoding="utf-8")
