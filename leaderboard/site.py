@@ -337,6 +337,17 @@ def _common(opts: BuildOptions, n_runs: int, n_warnings: int) -> dict[str, Any]:
     }
 
 
+# Third-party files the pages load, shipped in the wheel under templates/site/ (no script from the network).
+VENDORED = ("vendor/chart.umd.min.js", "vendor/chart.js-LICENSE.txt")
+OVERLAY_POOL = 40  # best runs per track that logged curves: what run pages offer to overlay
+
+
+def _overlay_pool(ranked: dict[str, list[Row]], with_metrics: set[int]) -> dict[str, list[dict[str, Any]]]:
+    """Per track, its best runs that have curves (rank order): the runs a run page of that track offers to overlay."""
+    return {tid: [{"run_id": r.run_id, "slug": r.slug, "name": r.name, "bpb": r.bpb}
+                  for r in rows if r.index in with_metrics][:OVERLAY_POOL] for tid, rows in ranked.items()}
+
+
 def _build_into(
     tmp: Path, found: list[tuple[str, str, bool]], warnings: list[str], opts: BuildOptions, t0: float
 ) -> BuildReport:
@@ -352,8 +363,9 @@ def _build_into(
         ranks: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for t in tracks:
             for i, r in enumerate(ranked[t.id], start=1):
-                ranks[r.index].append({"name": t.name, "rank": i, "of": len(ranked[t.id])})
+                ranks[r.index].append({"name": t.name, "rank": i, "of": len(ranked[t.id]), "track": t.id})
         common = _common(opts, len(rows), len(warnings))
+        common["overlay_pool"] = _overlay_pool(ranked, {i for i, f in enumerate(found) if f[2]})
         pool.start_render({r.index: ranks.get(r.index, []) for r in rows}, common)
         # Everything below needs only the rows: it runs while the workers write the run pages.
         frontiers = _frontiers(rows, ranked, {t.id: t.frontier_rule for t in tracks})
@@ -366,7 +378,8 @@ def _build_into(
             _write(tmp / "tracks" / t.id / "frontier.json", _frontier_json(t, frontiers[t.id]))
         _write(tmp / "feed.xml", _feed(rows, frontiers, common))
         _records_and_suites(tmp, rows, opts, common, warnings)
-        for name in ("style.css", "app.js"):
+        for name in ("style.css", "app.js", "run.js", *VENDORED):
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(templates_dir() / name, tmp / name)
         render_warnings, parts = pool.finish_render()
     warnings.extend(render_warnings)

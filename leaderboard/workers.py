@@ -73,9 +73,11 @@ class _Slice:
                 continue
             run, row = self.runs[index]
             results_json, config_json = self.serialized[index]
-            html, notes = renderer.render(run, row, rank, config_json)
+            html, notes, curves = renderer.render(run, row, rank, config_json)
             warnings.extend(notes)
             write_new(pages / f"{row.slug}.html", html.encode("utf-8"))
+            if curves is not None:
+                write_new(pages / f"{row.slug}.curves.js", curves.encode("utf-8"))
             items.append((index, results_json))
         items.sort()
         return warnings, markup_safe(",\n".join(text for _, text in items)).encode("utf-8")

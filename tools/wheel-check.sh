@@ -71,6 +71,9 @@ sed -e 's/^  steps: .*/  steps: 3/' -e 's/^  warmup_steps: .*/  warmup_steps: 1/
 openlab train quick.yaml --out "$scratch/run/results/quick"
 openlab leaderboard build --results "$scratch/run/results" --out "$scratch/run/site"
 test -s "$scratch/run/site/index.html"
+# the bundled chart library and the run page's curves come from the wheel, not the network
+test -s "$scratch/run/site/vendor/chart.umd.min.js" && test -s "$scratch/run/site/run.js"
+ls "$scratch"/run/site/runs/*.curves.js > /dev/null
 
 step "doctor (reports, never a traceback)"
 set +e

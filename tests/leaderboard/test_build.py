@@ -33,7 +33,9 @@ def test_example_site(tmp_path: Path, example_tree: Path, keypair, monkeypatch: 
     table = json.loads((site / "data" / "table.json").read_text())
     assert sum(v == "verified" for v in (row[14] for row in table["rows"])) == 3
     page = (site / "runs" / "run-0-00000.html").read_text()
-    assert "signature verified" in page and "<polyline" in page
+    assert "signature verified" in page and 'canvas class="curve" data-title="Training loss"' in page
+    curves = (site / "runs" / "run-0-00000.curves.js").read_text()
+    assert curves.startswith('(window.OPENLAB_CURVES = window.OPENLAB_CURVES || {})["run-0-00000"] = {')
     assert 'href="https://github.com/openlab/lab/tree/0123456789abcdef0123456789abcdef01234567/experiments/speedrun/single_0"' in table_code(table, "run-0-00000")
     assert "https://github.com/openlab/lab/pull/100" in page and "https://github.com/openlab/lab/issues/10" in page
     assert "self-reported" in (site / "runs" / "run-0-00001.html").read_text()
@@ -143,7 +145,8 @@ def test_parallel_build_matches_inline(tmp_path: Path, keypair) -> None:
     a = build_site(BuildOptions(out=tmp_path / "a", workers=2, **opts))
     b = build_site(BuildOptions(out=tmp_path / "b", workers=1, **opts))
     assert a.runs == b.runs == 450 and a.warnings == b.warnings and len(a.warnings) == 2
-    assert len(list((tmp_path / "a" / "runs").iterdir())) == 450
+    assert len(list((tmp_path / "a" / "runs").glob("*.html"))) == 450  # and one curves file: r300 logged metrics
+    assert [p.name for p in (tmp_path / "a" / "runs").glob("*.curves.js")] == ["run-0-00300.curves.js"]
     built = re.compile(r"Built \d{4}-\d\d-\d\d \d\d:\d\d UTC")
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file())

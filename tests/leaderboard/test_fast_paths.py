@@ -13,7 +13,7 @@ from factory import make_results, signed
 
 from leaderboard import load
 from leaderboard.load import LoadedRun, load_one, parse
-from leaderboard.pages import RunPages, environment
+from leaderboard.pages import RunPages, config_text, environment
 from leaderboard.rows import make_row
 from runner.schema import ResultsError, dumps_results, loads_results
 
@@ -98,7 +98,7 @@ def test_run_pages_match_the_whole_template(example_tree: Path, keypair, monkeyp
     write(example_tree, "experiments/speedrun/evil", evil)
     found, _ = load.discover("experiments/**/results.json")
     common = {"site_title": "T <&>", "built_at": "now", "n_runs": 3, "n_warnings": 1, "key_id": "k", "repo_url": None}
-    ranks = [{"name": "All <runs>", "rank": 2, "of": 9}]
+    ranks = [{"name": "All <runs>", "rank": 2, "of": 9, "track": "all"}]
     pages = RunPages(common)
     assert pages.frame is not None
     template = environment().get_template("run.html.j2")
@@ -107,17 +107,17 @@ def test_run_pages_match_the_whole_template(example_tree: Path, keypair, monkeyp
         run = load_one(url, folder, has_metrics, keypair[1])[0]
         assert isinstance(run, LoadedRun)
         row = make_row(i, run, None, True)
-        html, _ = pages.render(run, row, ranks)
-        ctx = pages.context(run, row, ranks, load_svg(run), run.results.config.model_dump_json(indent=2))
+        html, _, _ = pages.render(run, row, ranks)
+        ctx = pages.context(run, row, ranks, load_curves(run), config_text(run.results))
         assert html == template.render(ctx)
         checked += 1
     assert checked == len(found) > 10
 
 
-def load_svg(run: LoadedRun) -> list[tuple[str, str]]:
-    from leaderboard.pages import curve_svgs
+def load_curves(run: LoadedRun) -> list[dict]:
+    from leaderboard.curves import curve_data
 
-    return curve_svgs(run.metrics)[0] if run.metrics else []
+    return curve_data(run.metrics)[0] if run.metrics else []
 
 
 def test_signed_runs_verify_through_the_fast_parse(tmp_path: Path, keypair) -> None:

@@ -18,10 +18,10 @@ from runner import attest  # noqa: E402
 from runner.schema import dumps_results  # noqa: E402
 
 
-def _metrics() -> list[dict[str, float]]:
+def _metrics(scale: float = 1.0) -> list[dict[str, float]]:
     out: list[dict[str, float]] = []
     for s in range(0, 201, 10):
-        out.append({"step": s, "train/loss": 5.0 / (1 + s / 50), "train/lr": 3e-4 * min(1, (s + 1) / 50),
+        out.append({"step": s, "train/loss": scale * 5.0 / (1 + s / 50), "train/lr": 3e-4 * min(1, (s + 1) / 50),
                     "train/grad_norm": 1.0 + 1 / (1 + s)})
         if s % 50 == 0:
             out.append({"step": s, "eval/paloma/bpb": 2.5 - s / 200, "eval/paloma/loss": 3.0 - s / 200})
@@ -36,8 +36,8 @@ def build_small_site(root: Path) -> Path:
         d = root / "experiments" / f"run_{i}"
         d.mkdir(parents=True)
         (d / "results.json").write_text(dumps_results(signed(r, priv) if i == 0 else r))
-        if i == 0:  # one run logs every curve the run page draws, as runner/train.py writes them
-            (d / "metrics.jsonl").write_text("\n".join(json.dumps(m) for m in _metrics()) + "\n")
+        if i < 2:  # two runs log every curve the run page draws, as runner/train.py writes them (overlay)
+            (d / "metrics.jsonl").write_text("\n".join(json.dumps(m) for m in _metrics(1.0 + i / 4)) + "\n")
     out = root / "site"
     build_site(BuildOptions(sources=[str(root / "experiments" / "**" / "results.json")], out=out,
                             tracks=DEFAULT_TRACKS, public_pem=pub, workers=1))
