@@ -53,3 +53,30 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+# The index's Pareto chart (Chart.js on canvas), read back the way a test needs it.
+CHART_STATE = """() => {
+  const c = Chart.getChart(document.getElementById('chart'));
+  if (!c) return null;
+  const pts = c.data.datasets.filter(d => d.kind !== 'frontier').flatMap(d => d.data);
+  return {points: pts.length, front: pts.filter(p => p.front).length, imported: pts.filter(p => p.imported).length,
+          front_imported: pts.filter(p => p.front && p.imported).length,
+          line: c.data.datasets.filter(d => d.kind === 'frontier' && d.data.length).length,
+          xticks: c.scales.x.ticks.map(t => t.label).filter(Boolean), xtitle: c.options.scales.x.title.text,
+          ytitle: c.options.scales.y.title.text};
+}"""
+
+
+def chart_state(page: Any) -> dict[str, Any] | None:
+    return page.evaluate(CHART_STATE)
+
+
+def chart_point(page: Any) -> tuple[float, float]:
+    """Page coordinates of the first plotted run of the index chart (to hover or click it)."""
+    return tuple(page.evaluate("""() => {
+      const c = Chart.getChart(document.getElementById('chart'));
+      const i = c.data.datasets.findIndex(d => d.kind !== 'frontier' && d.data.length);
+      const el = c.getDatasetMeta(i).data[0], box = c.canvas.getBoundingClientRect();
+      return [box.left + el.x, box.top + el.y];
+    }"""))

@@ -1,6 +1,6 @@
-/* openlab leaderboard: track tabs, a sortable/filterable paged table and the Pareto chart.
-   No dependencies and nothing from the network: the data is inlined in index.html (#table-data) when small,
-   else data/table.json beside this file. */
+/* openlab leaderboard: track tabs, a sortable/filterable paged table and the Pareto chart (drawn with the bundled
+   Chart.js, vendor/chart.umd.min.js). Nothing from the network: the data is inlined in index.html (#table-data)
+   when small, else data/table.json beside this file. */
 (function () {
   "use strict";
   var boot = JSON.parse(document.getElementById("boot").textContent);
@@ -8,9 +8,9 @@
   var S = { runs: [], tracks: {}, track: boot.tracks[0].id, key: "rank", dir: 1, filter: "", page: 0, axis: "model_flops" };
   var tbody = document.querySelector("#runs tbody");
   var statusEl = document.getElementById("status");
-  var svg = document.getElementById("chart");
+  var canvas = document.getElementById("chart");
+  var empty = document.getElementById("chart-empty");
   var tip = document.getElementById("tip");
-  var NS = "http://www.w3.org/2000/svg";
 
   function esc(s) {
     return String(s).replace(/[&<>"']/g, function (c) {
@@ -105,81 +105,125 @@
     });
   }
 
-  function el(name, attrs) {
-    var e = document.createElementNS(NS, name);
-    for (var k in attrs) e.setAttribute(k, attrs[k]);
-    return e;
+  var cssVars = getComputedStyle(document.documentElement);
+  function cssVar(name, fallback) { return cssVars.getPropertyValue(name).trim() || fallback; }
+  var COLOR = { pt: cssVar("--pt", "#0b63c5"), front: cssVar("--front", "#d1242f"), band: cssVar("--band", "#0b63c51a"),
+                muted: cssVar("--muted", "#5b636e"), line: cssVar("--line", "#d8dde3") };
+  var chart = null;
+
+  // The BPB band of a threshold track, shaded behind the points.
+  var bandPlugin = {
+    id: "band",
+    beforeDatasetsDraw: function (c) {
+      var band = c.options.plugins.band && c.options.plugins.band.range;
+      if (!band) return;
+      var y = c.scales.y, area = c.chartArea;
+      var top = Math.max(y.getPixelForValue(band[1]), area.top), bot = Math.min(y.getPixelForValue(band[0]), area.bottom);
+      if (bot <= top) return;
+      c.ctx.save();
+      c.ctx.fillStyle = COLOR.band;
+      c.ctx.fillRect(area.left, top, area.right - area.left, bot - top);
+      c.ctx.restore();
+    }
+  };
+
+  function showTip(ctx) {
+    var tt = ctx.tooltip, p = tt.dataPoints && tt.dataPoints[0];
+    var r = p && p.raw && p.raw.run;
+    if (!tt.opacity || !r) { tip.hidden = true; return; }
+    tip.innerHTML = "<strong>" + esc(r.name) + "</strong><br>" + esc(r.author) + (r.aff ? " · " + esc(r.aff) : "") +
+      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs" + (r.verification === "imported" ? " · imported" : "");
+    tip.style.left = Math.min(tt.caretX + 12, canvas.clientWidth - 200) + "px";
+    tip.style.top = (tt.caretY + 12) + "px";
+    tip.hidden = false;
+  }
+
+  function points(list, front) {
+    return list.map(function (r) { return { x: r[S.axis], y: r.bpb, run: r, front: front, imported: r.verification === "imported" }; });
+  }
+
+  function scatter(kind, data, colour, radius) {
+    return {
+      type: "scatter", kind: kind, data: data, pointRadius: radius, pointHoverRadius: radius + 2, borderWidth: 1.5,
+      pointBackgroundColor: data.map(function (d) { return d.imported ? "transparent" : colour; }),
+      pointBorderColor: colour, backgroundColor: colour
+    };
+  }
+
+  // The run under the pointer: the frontier line's own vertices sit on runs too, but carry none.
+  function runAt(els) {
+    for (var k = 0; k < els.length; k++) {
+      var d = chart.data.datasets[els[k].datasetIndex].data[els[k].index];
+      if (d && d.run) return d.run;
+    }
+    return null;
   }
 
   function renderChart() {
-    var W = 800, H = 360, L = 56, R = 16, T = 14, B = 40;
     var t = S.tracks[S.track], ax = S.axis;
     var pts = t ? t.meta.members.map(function (i) { return S.runs[i]; }).filter(function (r) { return r[ax] != null; }) : [];
     var front = new Set(t ? t.meta.frontier[ax] : []);
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    if (chart) { chart.destroy(); chart = null; }
+    tip.hidden = true;
     if (!pts.length) {
-      var msg = el("text", { x: W / 2, y: H / 2, "text-anchor": "middle" });
-      msg.textContent = "No runs with " + (ax === "model_flops" ? "model" : "hardware") + " FLOPs in this track.";
-      svg.appendChild(msg);
+      canvas.hidden = true;
+      empty.hidden = false;
+      empty.textContent = "No runs with " + (ax === "model_flops" ? "model" : "hardware") + " FLOPs in this track.";
       return;
     }
-    var lx = pts.map(function (r) { return Math.log10(r[ax]); }), ys = pts.map(function (r) { return r.bpb; });
-    var x0 = Math.floor(Math.min.apply(null, lx)), x1 = Math.ceil(Math.max.apply(null, lx));
-    if (x1 === x0) x1 = x0 + 1;
-    var y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys), pad = (y1 - y0) * 0.06 || 0.05;
-    y0 -= pad; y1 += pad;
-    function X(v) { return L + (Math.log10(v) - x0) / (x1 - x0) * (W - L - R); }
-    function Y(v) { return T + (y1 - v) / (y1 - y0) * (H - T - B); }
-    var parts = [];
-    var band = t.meta.band;
-    if (band) {
-      var top = Math.max(Y(Math.min(band[1], y1)), T), bot = Math.min(Y(Math.max(band[0], y0)), H - B);
-      parts.push('<rect class="band" x="' + L + '" y="' + top + '" width="' + (W - L - R) + '" height="' + Math.max(0, bot - top) + '"/>');
-    }
-    for (var e = x0; e <= x1; e++) {
-      var gx = X(Math.pow(10, e));
-      parts.push('<line class="grid" x1="' + gx + '" x2="' + gx + '" y1="' + T + '" y2="' + (H - B) + '"/>');
-      parts.push('<text x="' + gx + '" y="' + (H - B + 16) + '" text-anchor="middle">1e' + e + "</text>");
-    }
-    for (var k = 0; k <= 4; k++) {
-      var v = y0 + (y1 - y0) * k / 4, gy = Y(v);
-      parts.push('<line class="grid" x1="' + L + '" x2="' + (W - R) + '" y1="' + gy + '" y2="' + gy + '"/>');
-      parts.push('<text x="' + (L - 6) + '" y="' + (gy + 4) + '" text-anchor="end">' + v.toFixed(3) + "</text>");
-    }
-    parts.push('<text x="' + ((L + W - R) / 2) + '" y="' + (H - 6) + '" text-anchor="middle">' + (ax === "model_flops" ? "model" : "hardware") + " FLOPs (log)</text>");
-    parts.push('<text x="12" y="' + ((T + H - B) / 2) + '" transform="rotate(-90 12 ' + ((T + H - B) / 2) + ')" text-anchor="middle">BPB</text>');
+    canvas.hidden = false;
+    empty.hidden = true;
     var fr = pts.filter(function (r) { return front.has(r.i); }).sort(function (a, b) { return a[ax] - b[ax] || a.bpb - b.bpb; });
-    if (fr.length) {
-      var d = "M" + X(fr[0][ax]).toFixed(1) + "," + Y(fr[0].bpb).toFixed(1);
-      for (var j = 1; j < fr.length; j++) d += "H" + X(fr[j][ax]).toFixed(1) + "V" + Y(fr[j].bpb).toFixed(1);
-      d += "H" + (W - R);
-      parts.push('<path class="frontier" d="' + d + '"/>');
-    }
-    pts.forEach(function (r) {
-      parts.push('<circle class="pt' + (front.has(r.i) ? " front" : "") + (r.verification === "imported" ? " imported" : "") + '" data-i="' + r.i + '" cx="' + X(r[ax]).toFixed(1) + '" cy="' + Y(r.bpb).toFixed(1) + '" r="' + (front.has(r.i) ? 4 : 3) + '"/>');
+    var xs = pts.map(function (r) { return Math.log10(r[ax]); });
+    var xmin = Math.pow(10, Math.floor(Math.min.apply(null, xs)));
+    var xmax = Math.pow(10, Math.max(Math.ceil(Math.max.apply(null, xs)), Math.log10(xmin) + 1));
+    // The frontier as a step line: across to the next frontier run, then down to it; on to the right edge.
+    var line = [];
+    fr.forEach(function (r, k) {
+      if (k) line.push({ x: r[ax], y: fr[k - 1].bpb });
+      line.push({ x: r[ax], y: r.bpb });
     });
-    svg.innerHTML = parts.join("");
+    if (line.length) line.push({ x: xmax, y: line[line.length - 1].y });
+    chart = new Chart(canvas, {
+      data: {
+        datasets: [
+          { type: "line", kind: "frontier", data: line, borderColor: COLOR.front, borderWidth: 1.5,
+            pointRadius: 0, pointHoverRadius: 0, fill: false },
+          scatter("front", points(fr, true), COLOR.front, 4),
+          scatter("runs", points(pts.filter(function (r) { return !front.has(r.i); }), false), COLOR.pt, 3)
+        ]
+      },
+      plugins: [bandPlugin],
+      options: {
+        animation: false,
+        maintainAspectRatio: false,
+        parsing: false,
+        interaction: { mode: "nearest", intersect: true },
+        onHover: function (ev, els) { canvas.style.cursor = runAt(els) ? "pointer" : "default"; },
+        onClick: function (ev, els) {
+          var r = runAt(els);
+          if (r) window.location.href = "runs/" + encodeURIComponent(r.slug) + ".html";
+        },
+        plugins: {
+          legend: { display: false },
+          band: { range: t.meta.band },
+          tooltip: { enabled: false, external: showTip, filter: function (item) { return !!(item.raw && item.raw.run); } }
+        },
+        scales: {
+          x: { type: "logarithmic", min: xmin, max: xmax,
+               title: { display: true, text: (ax === "model_flops" ? "model" : "hardware") + " FLOPs (log)", color: COLOR.muted },
+               ticks: { color: COLOR.muted, autoSkip: false, callback: function (v) {
+                 var e = Math.log10(v);
+                 return Math.abs(e - Math.round(e)) < 1e-9 ? "1e" + Math.round(e) : null;
+               } },
+               grid: { color: COLOR.line } },
+          y: { title: { display: true, text: "BPB", color: COLOR.muted }, ticks: { color: COLOR.muted }, grid: { color: COLOR.line },
+               grace: "6%" }
+        }
+      }
+    });
   }
-
-  function pointRun(ev) {
-    var c = ev.target.closest && ev.target.closest(".pt");
-    return c ? S.runs[+c.getAttribute("data-i")] : null;
-  }
-  svg.addEventListener("mousemove", function (ev) {
-    var r = pointRun(ev);
-    if (!r) { tip.hidden = true; return; }
-    tip.innerHTML = "<strong>" + esc(r.name) + "</strong><br>" + esc(r.author) + (r.aff ? " · " + esc(r.aff) : "") +
-      "<br>BPB " + r.bpb.toFixed(4) + " · " + sci(r[S.axis]) + " FLOPs" + (r.verification === "imported" ? " · imported" : "");
-    var box = svg.parentNode.getBoundingClientRect();
-    tip.style.left = Math.min(ev.clientX - box.left + 12, box.width - 200) + "px";
-    tip.style.top = (ev.clientY - box.top + 12) + "px";
-    tip.hidden = false;
-  });
-  svg.addEventListener("mouseleave", function () { tip.hidden = true; });
-  svg.addEventListener("click", function (ev) {
-    var r = pointRun(ev);
-    if (r) window.location.href = "runs/" + encodeURIComponent(r.slug) + ".html";
-  });
+  canvas.addEventListener("mouseleave", function () { tip.hidden = true; });
 
   function selectTrack(id) {
     S.track = id; S.page = 0; S.key = "rank"; S.dir = 1;

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from leaderboard.screenshots import CHROMIUM_ARGS
 from leaderboard.site import BuildOptions, build_site
 from leaderboard.tracks import DEFAULT_TRACKS
+from tests.browser import chart_point, chart_state
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = CHROMIUM_ARGS
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "leaderboard"
 
 pytestmark = [
@@ -62,8 +63,10 @@ def test_site_in_chromium(served: str) -> None:
         page.wait_for_selector("body[data-ready='1']", timeout=10_000)
 
         # One chart point per run on the "all" tab, and a frontier line.
-        assert page.locator("#chart circle.pt").count() == 12
-        assert page.locator("#chart path.frontier").count() == 1
+        chart = chart_state(page)
+        assert chart["points"] == 12 and chart["line"] == 1 and chart["front"] >= 1
+        assert chart["xtitle"] == "model FLOPs (log)" and chart["ytitle"] == "BPB" and chart["xticks"]
+        assert all(t.startswith("1e") for t in chart["xticks"])
         assert page.locator("#runs tbody tr").count() == 12
 
         # Sorting: BPB descending after two clicks, ascending after one.
@@ -91,20 +94,20 @@ def test_site_in_chromium(served: str) -> None:
         assert page.get_attribute("#tab-scaling", "aria-selected") == "true"
         assert page.locator("section.scaling").is_visible()
         assert page.locator("#runs tbody tr").count() == 4
-        assert page.locator("#chart circle.pt").count() == 4
+        assert chart_state(page)["points"] == 4
         assert "adamw_scaling" in page.locator("section.scaling").inner_text()
         page.click("#tab-all")
-        assert page.locator("#chart circle.pt").count() == 12
+        assert chart_state(page)["points"] == 12
 
         # Hardware-FLOPs axis, hover tooltip, click opens the run page.
         page.check("input[value='hardware_flops']")
-        assert page.locator("#chart circle.pt").count() == 12
-        page.hover("#chart circle.pt >> nth=0")
+        assert chart_state(page)["points"] == 12 and chart_state(page)["xtitle"] == "hardware FLOPs (log)"
+        page.mouse.move(*chart_point(page))
         assert page.locator("#tip").is_visible() and "BPB" in page.locator("#tip").inner_text()
         page.screenshot(path=str(ARTIFACTS / "index.png"), full_page=True)
         assert page.locator(".badge.verified").count() >= 3
         with page.expect_navigation():
-            page.click("#chart circle.pt >> nth=0")
+            page.mouse.click(*chart_point(page))
         assert "/runs/" in page.url and page.locator("h1").count() == 1
         page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
 

@@ -102,7 +102,7 @@ def test_imported_frontier_in_chromium(imported: Path, tmp_path: Path) -> None:
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     from leaderboard.site import BuildOptions, build_site
-    from tests.browser import browser_page
+    from tests.browser import browser_page, chart_state
 
     build_site(BuildOptions(sources=[str(imported)], out=tmp_path / "site", tracks=MARIN_TRACKS, workers=1))
 
@@ -115,9 +115,9 @@ def test_imported_frontier_in_chromium(imported: Path, tmp_path: Path) -> None:
     try:
         with browser_page() as (page, errors):
             page.goto(f"http://127.0.0.1:{server.server_port}/index.html")
-            page.wait_for_selector("#chart circle.pt")
-            assert page.locator("#chart circle.pt.front.imported").count() == 39
-            assert page.locator("#chart circle.pt.imported").count() == len(RAW)
+            page.wait_for_selector("body[data-ready='1']")
+            chart = chart_state(page)
+            assert chart["front_imported"] == 39 and chart["imported"] == chart["points"] == len(RAW)
             assert page.locator("#runs tbody .badge.imported").count() > 0
             assert errors == []
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import leaderboard.site as site_mod
-from tests.browser import browser_page
+from tests.browser import browser_page, chart_state
 from tests.site.conftest import build_small_site
 
 pytestmark = [
@@ -23,7 +23,13 @@ def test_index_as_file_shows_table_and_chart(small_site: Path) -> None:
         page.wait_for_selector("body[data-ready='1']", timeout=15000)
         rows = page.locator("#runs tbody tr[data-run]")
         assert rows.count() == 3
-        assert page.locator("#chart circle.pt").count() == 3
+        assert chart_state(page)["points"] == 3
+        # A track without runs says so instead of drawing an empty frame.
+        page.click("#tab-sub_1_5")
+        assert chart_state(page) is None and page.locator("#chart").is_hidden()
+        assert page.locator("#chart-empty").inner_text() == "No runs with model FLOPs in this track."
+        page.click("#tab-all")
+        assert chart_state(page)["points"] == 3
         assert page.locator("#status").inner_text() == "3 runs"
         assert errors == []
 
