@@ -30,6 +30,7 @@
     if (s < 3600) return (s / 60).toFixed(1) + " min";
     return (s / 3600).toFixed(2) + " h";
   }
+  function runs(n) { return n + (n === 1 ? " run" : " runs"); }
   function pct(v) { return v == null ? "—" : (100 * v).toFixed(1) + "%"; }
   function url(u, d) { return u == null ? null : d.prefixes[u[0]] + u[1]; }
 
@@ -96,7 +97,7 @@
     var slice = list.slice(S.page * PAGE, S.page * PAGE + PAGE);
     tbody.innerHTML = slice.map(function (r) { return row(r, rank.get(r.i)); }).join("") ||
       '<tr><td colspan="13" class="muted">No runs in this track' + (S.filter ? " match the filter" : "") + ".</td></tr>";
-    document.getElementById("page").textContent = "page " + (S.page + 1) + " of " + pages + " · " + list.length + " runs";
+    document.getElementById("page").textContent = "page " + (S.page + 1) + " of " + pages + " · " + runs(list.length);
     document.getElementById("prev").disabled = S.page === 0;
     document.getElementById("next").disabled = S.page >= pages - 1;
     document.querySelectorAll("#runs th").forEach(function (th) {
@@ -255,7 +256,7 @@
 
   function ready(d) {
     load(d);
-    statusEl.textContent = d.rows.length + " runs";
+    statusEl.textContent = runs(d.rows.length);
     var want = location.hash.slice(1);
     selectTrack(S.tracks[want] ? want : S.track);
     document.body.setAttribute("data-ready", "1");
