@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests" / "leaderboard"))
 
 from factory import make_results, signed  # noqa: E402
 
+from leaderboard.screenshots import CHROMIUM_ARGS  # noqa: E402
 from leaderboard.site import BuildOptions, build_site  # noqa: E402
 from leaderboard.tracks import DEFAULT_TRACKS, Track, Tracks  # noqa: E402
 from runner import attest  # noqa: E402
@@ -64,8 +65,7 @@ def browser_timing(site: Path) -> dict[str, float]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(site)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}/index.html"
-    args = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"]
+    args = CHROMIUM_ARGS
     out: dict[str, float] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=args)
@@ -85,7 +85,8 @@ def browser_timing(site: Path) -> dict[str, float]:
         page.click("#tab-sub_3")
         out["switch_tab_s"] = round(time.perf_counter() - t, 3)
         out["points_on_all_tab"] = page.evaluate(
-            "document.querySelector('#tab-all').click(), document.querySelectorAll('#chart circle.pt').length"
+            "document.querySelector('#tab-all').click(), Chart.getChart(document.getElementById('chart')).data"
+            ".datasets.filter(d => d.kind !== 'frontier').reduce((n, d) => n + d.data.length, 0)"
         )
         out["transferred_bytes"] = page.evaluate(
             "performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))"
