@@ -20,6 +20,8 @@ _LOCAL = re.compile(r"^(?:file://|~[/\\]|/(?!/)[^/\s]+/|[A-Za-z]:[\\/])")
 # always escaped, so it never follows one of those directly) whose text starts like one.
 _LOCAL_LITERAL = re.compile(r'([:\[,]\s*)"((?:file://|~/|/(?!/)[^/\s"\\]+/|[A-Za-z]:(?:\\\\|/))(?:[^"\\]|\\.)*)"')
 
+_DRIVE = re.compile(r'"[A-Za-z]:(?:\\\\|/)')
+
 
 def public_path(text: str) -> str:
     """``/tmp/demo/store/tokenized/v1`` -> ``…/tokenized/v1``; anything that is not a local location as is."""
@@ -43,6 +45,9 @@ def public_value(value: Any) -> Any:
 def public_json(text: str) -> str:
     """JSON text with every string literal that is a local location shortened (fast: no parse of the document,
     for ``runs.json`` of tens of thousands of runs)."""
+
+    if '"/' not in text and '"~' not in text and '"file:' not in text and not _DRIVE.search(text):
+        return text  # the common case, found by fast scans
 
     def shorten(m: re.Match[str]) -> str:
         return m.group(1) + json.dumps(public_path(json.loads(f'"{m.group(2)}"')), ensure_ascii=False)
