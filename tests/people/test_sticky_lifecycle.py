@@ -73,6 +73,19 @@ def assert_true_to_ledger(lab: Lab, pr: int, body: str) -> None:
         assert local not in body
 
 
+def assert_checks_true_to_ledger(lab: Lab, pr: int) -> None:
+    """Each run's check run says what the ledger says: in progress while it runs, the outcome's conclusion after."""
+    from bot.runs.publish import CHECK_CONCLUSION
+
+    checks = {c["external_id"]: c for c in lab.state.check_runs.values() if c["name"] == "openlab/run"}
+    for run in lab.services.ledger.runs(LAB, pr):
+        check = checks[run["run_id"]]
+        if run["status"] == "running":
+            assert check["status"] == "in_progress", check
+        else:
+            assert check["status"] == "completed" and check["conclusion"] == CHECK_CONCLUSION[run["status"]], check
+
+
 def test_one_true_sticky_comment_and_credit(lab_factory, ray_head: str, tmp_path: Path) -> None:
     lab = lab_factory(ray_head)
     d = lab.driver
@@ -113,6 +126,7 @@ def test_one_true_sticky_comment_and_credit(lab_factory, ray_head: str, tmp_path
     body = sticky(lab, pr)
     assert "Approved for" in body and "| running |" in body
     assert_true_to_ledger(lab, pr, body)
+    assert_checks_true_to_ledger(lab, pr)
     assert len([c for c in _threads(lab, pr)["comments"] if c["body"].startswith("<!-- openlab:reply:")]) == 1
 
     final = lab.reconcile_until(run["run_id"])
@@ -120,6 +134,7 @@ def test_one_true_sticky_comment_and_credit(lab_factory, ray_head: str, tmp_path
     body = sticky(lab, pr)
     assert_true_to_ledger(lab, pr, body)
     assert "| succeeded |" in body and "| running |" not in body
+    assert_checks_true_to_ledger(lab, pr)
     assert "Pareto update" in body and "vs current record" in body and "record-run" in body
     assert "Compared with 1 run of the leaderboard." in body
     chart = "experiments/speedrun/engine_notes/pareto.svg"
