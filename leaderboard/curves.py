@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from leaderboard.load import _read
+from leaderboard.safe_json import script_json
 
 MAX_CURVE_POINTS = 600
 
@@ -74,8 +75,6 @@ def curve_data(url: str) -> tuple[list[dict[str, Any]], list[str]]:
 
 def curves_script(run_id: str, name: str, curves: list[dict[str, Any]]) -> str:
     """The ``runs/<slug>.curves.js`` of a run: registers its curves under its id (text made safe for a script)."""
-    from leaderboard.pages import script_json
-
     payload = script_json({"run_id": run_id, "name": name, "curves": curves})
     return f"(window.OPENLAB_CURVES = window.OPENLAB_CURVES || {{}})[{script_json(run_id)}] = {payload};\n"
 

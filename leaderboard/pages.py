@@ -71,16 +71,6 @@ def environment() -> Environment:
     return env
 
 
-def script_json(obj: Any) -> str:
-    """JSON safe to inline in a <script> element: no '<', '>' or '&' can close it or open a comment."""
-    return markup_safe(json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
-
-
-def markup_safe(json_text: str) -> str:
-    """The same JSON value with '<', '>' and '&' as \\u escapes: no user text reads as markup anywhere."""
-    return json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def public_source(source: str) -> str:
     """The results file as readers may see it: a relative path as given, else only its last two parts
     (an absolute path or URL names the build machine's folders, which say nothing to a reader)."""
@@ -221,4 +211,4 @@ def render_run_page(
     return html, warnings
 
 
-__all__ = ["RunPages", "config_text", "markup_safe", "render_run_page", "script_json", "templates_dir"]
+__all__ = ["RunPages", "config_text", "render_run_page", "templates_dir"]

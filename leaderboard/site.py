@@ -31,8 +31,9 @@ from pydantic import BaseModel, ConfigDict
 from leaderboard import workers
 from leaderboard.frontier import flops_order, frontier_for, in_track, pareto_order, rank_key
 from leaderboard.load import discover, duplicate_warning, pick_original
-from leaderboard.pages import environment, markup_safe, script_json, templates_dir
+from leaderboard.pages import environment, templates_dir
 from leaderboard.rows import Row
+from leaderboard.safe_json import markup_safe, script_json
 from leaderboard.scaling import fit_power_law
 from leaderboard.tracks import FrontierRule, Track, Tracks
 from runner import attest

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from leaderboard.load import LoadedRun, load_one
-from leaderboard.pages import RunPages, config_text, markup_safe
+from leaderboard.pages import RunPages, config_text
 from leaderboard.public import public_json
 from leaderboard.rows import Row, make_row
+from leaderboard.safe_json import markup_safe
 
 INLINE_BELOW = 400
 Item = tuple[int, str, str, bool]
