@@ -35,6 +35,7 @@ from leaderboard.pages import environment, templates_dir
 from leaderboard.rows import Row
 from leaderboard.safe_json import markup_safe, script_json
 from leaderboard.scaling import fit_power_law
+from leaderboard.table import index_table
 from leaderboard.tracks import FrontierRule, Track, Tracks
 from runner import attest
 
@@ -155,67 +156,6 @@ def _scaling_groups(track: Track, members: list[Row]) -> list[dict[str, Any]]:
         key=lambda g: (g["poor"], g["projected"] if g["projected"] is not None else float("inf"), g["name"])
     )
     return out
-
-
-class _Prefixes:
-    """Dictionary-encodes URLs as [prefix index, rest] so 10,000 W&B links do not repeat their host."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-
-    def encode(self, url: str | None) -> list[Any] | None:
-        if url is None:
-            return None
-        head, _, tail = url.rpartition("/")
-        i = self.index.setdefault(head + "/", len(self.index))
-        return [i, tail]
-
-
-def _num(v: float | None) -> float | None:
-    return None if v is None else float(f"{v:.4g}")
-
-
-def _table(rows: list[Row], tracks: Tracks, ranked: dict[str, list[Row]], frontiers: dict[str, dict]) -> dict:
-    pos = {r.index: i for i, r in enumerate(rows)}
-    authors: dict[tuple, int] = {}
-    prefixes = _Prefixes()
-    data = []
-    for r in rows:
-        a = authors.setdefault(r.author, len(authors)) if r.author else -1
-        data.append(
-            [
-                r.run_id,
-                r.name,
-                None if r.slug == r.run_id else r.slug,
-                a,
-                r.date,
-                r.params,
-                r.tokens,
-                None if r.seconds is None else round(r.seconds, 1),
-                _num(r.model_flops),
-                _num(r.hardware_flops),
-                None if r.mfu is None else round(r.mfu, 4),
-                r.bpb,
-                prefixes.encode(r.wandb),
-                prefixes.encode(r.code),
-                r.verification,
-            ]
-        )
-    return {
-        "version": 1,
-        "authors": [list(a) for a in authors],
-        "prefixes": list(prefixes.index),
-        "rows": data,
-        "tracks": [
-            {
-                "id": t.id,
-                "members": [pos[r.index] for r in ranked[t.id]],
-                "frontier": {ax: [pos[r.index] for r in fr] for ax, fr in frontiers[t.id].items()},
-                "band": list(tracks.bpb_band(t)) if t.kind == "bpb_threshold" else None,
-            }
-            for t in tracks
-        ],
-    }
 
 
 def _frontiers(
@@ -370,7 +310,7 @@ def _build_into(
         pool.start_render({r.index: ranks.get(r.index, []) for r in rows}, common)
         # Everything below needs only the rows: it runs while the workers write the run pages.
         frontiers = _frontiers(rows, ranked, {t.id: t.frontier_rule for t in tracks})
-        table = _table(rows, tracks, ranked, frontiers)
+        table = index_table(rows, tracks, ranked, frontiers)
         table_text = script_json(table)
         table_bytes = _write(tmp / "data" / "table.json", table_text)
         embedded = table_text if table_bytes <= EMBED_MAX_BYTES else None
