@@ -9,12 +9,12 @@ works on a site opened from disk.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from leaderboard.load import _read
 from leaderboard.safe_json import script_json
+from runner.tracking import read_metric_lines
 
 MAX_CURVE_POINTS = 600
 
@@ -34,17 +34,14 @@ def metric_series(url: str) -> tuple[dict[str, list[tuple[float, float]]], int, 
     except OSError as err:
         return {}, 0, f"{url}: cannot read metrics: {err}"
     series: dict[str, list[tuple[float, float]]] = {}
-    bad = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    objs, bad = read_metric_lines(text)
+    for obj in objs:
         try:
-            obj = json.loads(line)
             step = float(obj["step"])
         except (ValueError, KeyError, TypeError):
             bad += 1
             continue
-        if not isinstance(obj, dict) or not math.isfinite(step):
+        if not math.isfinite(step):
             continue
         for k, v in obj.items():
             if k != "step" and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):

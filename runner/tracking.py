@@ -148,3 +148,24 @@ class Tracker:
         self._file.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def read_metric_lines(text: str) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects of a metrics.jsonl, in order, and how many lines were not one (skipped; blank lines do not
+    count). Every reader of the file starts here: run-page curves, the data browser, the copy the bot commits
+    beside a run's results and its comment's loss curve."""
+    rows: list[dict[str, Any]] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(obj, dict):
+            rows.append(obj)
+        else:
+            bad += 1
+    return rows, bad

@@ -11,7 +11,6 @@ sparkline beside it for clients that do not render Mermaid.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -23,6 +22,7 @@ from bot.runs.state import RunReport
 from leaderboard.frontier import ParetoUpdate, RunRef
 from leaderboard.load import safe_url
 from runner.schema import Results
+from runner.tracking import read_metric_lines
 
 ICONS = {"queued": "⏳", "running": "🚀", "succeeded": "✅", "failed": "❌", "cancelled": "🚫", "refused": "🚫"}
 _SPARK = "▁▂▃▄▅▆▇█"
@@ -39,13 +39,7 @@ def link(label: str, url: str | None) -> Markup | None:
 def loss_points(metrics_text: str, max_points: int = 40) -> list[list[float]]:
     """(step, loss) pairs from a metrics.jsonl, downsampled evenly to at most ``max_points``."""
     pts: list[list[float]] = []
-    for line in metrics_text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(rec, dict):
-            continue
+    for rec in read_metric_lines(metrics_text)[0]:
         loss = next((rec[k] for k in ("train/loss", "loss", "train_loss") if k in rec), None)
         step = rec.get("step")
         if isinstance(loss, int | float) and isinstance(step, int | float) and math.isfinite(loss):

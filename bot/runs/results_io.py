@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from runner import attest, store
 from runner.executor.records import ExperimentRecord, RecordError, parse_record
 from runner.schema import Attestation, Results, ResultsError, loads_results
+from runner.tracking import read_metric_lines
 
 RESULTS = "results.json"
 METRICS = "metrics.jsonl"
@@ -103,12 +104,8 @@ def public_metrics(text: str, max_lines: int = MAX_METRIC_LINES) -> str | None:
     metric names; other keys and bad lines are dropped; long runs keep every eval line and evenly spaced others,
     at most ``max_lines``. None when nothing is left."""
     rows: list[dict[str, float]] = []
-    for line in text.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        step = obj.get("step") if isinstance(obj, dict) else None
+    for obj in read_metric_lines(text)[0]:
+        step = obj.get("step")
         if not isinstance(step, int | float) or isinstance(step, bool) or not math.isfinite(step):
             continue
         row = {k: v for k, v in obj.items() if k != "step" and METRIC_KEY.fullmatch(k)

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 from fsspec.core import url_to_fs
 
 from leaderboard.browse.paths import confine, relative
+from runner.tracking import read_metric_lines
 
 MAX_JSON_BYTES = 5_000_000
 METRICS_NAME, RESULTS_NAME = "metrics.jsonl", "results.json"
@@ -28,22 +29,10 @@ def file_kind(name: str) -> str | None:
 def read_metrics(text: str, limit: int) -> tuple[list[str], list[dict[str, Any]], int]:
     """(columns, rows, skipped lines): columns step first, then every key in first-seen order."""
     cols: dict[str, None] = {"step": None}
-    rows: list[dict[str, Any]] = []
-    skipped = 0
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            skipped += 1
-            continue
-        if not isinstance(obj, dict):
-            skipped += 1
-            continue
-        if len(rows) < limit:
-            rows.append(obj)
-            cols.update(dict.fromkeys(obj))
+    objs, skipped = read_metric_lines(text)
+    rows = objs[:limit]
+    for obj in rows:
+        cols.update(dict.fromkeys(obj))
     return list(cols), rows, skipped
 
 
